@@ -1,0 +1,83 @@
+// What a plan hands a backend: which kernel of a module, the launch shape, and the packed argument
+// bytes the kernel reads (hipModuleLaunchKernel / cuLaunchKernel with a single argument buffer).
+// Plain data, no GPU headers: plans are unit-tested on the host.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+namespace jax_aiter::kernels {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// The largest argument struct we pack: AITER's attention backward (704 bytes) rounded up.
+inline constexpr size_t kMaxKernargBytes = 768;
+
+// One kernel argument as the code object's metadata names it, at its offset in our struct.
+struct ArgField {
+  std::string_view name;
+  uint32_t offset;
+  uint32_t size;
+};
+
+// One kernel of a module: its symbol and the argument struct it is launched with.
+struct KernelInfo {
+  std::string_view symbol;
+  uint32_t args_size;                // sizeof our argument struct
+  std::span<const ArgField> fields;  // named fields of that struct, for the metadata check
+};
+
+// Packed kernel arguments, fixed capacity so a launch never allocates.
+struct KernelArgs {
+  alignas(16) std::array<std::byte, kMaxKernargBytes> bytes{};
+  uint32_t size = 0;
+
+  template <typename Abi>
+  static KernelArgs pack(const Abi& abi) {
+    static_assert(std::is_trivially_copyable_v<Abi>, "kernel argument structs are plain bytes");
+    static_assert(sizeof(Abi) <= kMaxKernargBytes, "raise kMaxKernargBytes");
+    KernelArgs out;
+    std::memcpy(out.bytes.data(), &abi, sizeof(Abi));
+    out.size = sizeof(Abi);
+    return out;
+  }
+
+  template <typename Abi>
+  Abi unpack() const {
+    Abi abi;
+    std::memcpy(&abi, bytes.data(), sizeof(Abi));
+    return abi;
+  }
+};
+
+struct Launch {
+  uint16_t kernel = 0;  // index into the module's kernel table
+  Dim3 grid;
+  Dim3 block;
+  uint32_t shared_bytes = 0;  // dynamic shared memory
+  KernelArgs args;
+};
+
+// A plan's launches, in order, on one stream; fixed capacity.
+template <size_t Capacity>
+struct LaunchSequence {
+  std::array<Launch, Capacity> launches{};
+  size_t count = 0;
+
+  void push(const Launch& l) { launches[count++] = l; }
+  std::span<const Launch> view() const { return {launches.data(), count}; }
+};
+
+}  // namespace jax_aiter::kernels
+
+// Declares the named fields of an argument struct from its members, so offsets cannot drift.
+#define JAX_AITER_ARG_FIELD(Struct, member) \
+  ::jax_aiter::kernels::ArgField { #member, offsetof(Struct, member), sizeof(Struct::member) }

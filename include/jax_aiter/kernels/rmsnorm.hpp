@@ -1,0 +1,150 @@
+// ABI of our portable RMSNorm kernels (kernels_co/rmsnorm.kernel.cpp): the packed argument structs,
+// field by field as the kernels declare their parameters, and the module's kernel table.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+
+namespace jax_aiter::kernels {
+
+struct RmsNormFwdArgs {
+  const void* x;
+  const void* residual;  // null: plain RMSNorm; else fused add (residual_out = x + residual)
+  const void* gamma;
+  void* y;
+  void* residual_out;
+  int32_t rows;
+  int32_t n;
+  float epsilon;
+  int32_t rows_per_block;
+  int32_t threads_per_row;
+};
+static_assert(offsetof(RmsNormFwdArgs, residual_out) == 32);
+static_assert(offsetof(RmsNormFwdArgs, rows) == 40 && offsetof(RmsNormFwdArgs, epsilon) == 48);
+static_assert(offsetof(RmsNormFwdArgs, threads_per_row) == 56 && sizeof(RmsNormFwdArgs) == 64);
+
+struct RmsNormBwdArgs {
+  const void* dy;
+  const void* x;
+  const void* gamma;
+  const void* dresidual;  // null: plain; else added to dx (gradient reaching the fused residual)
+  void* dx;
+  float* dgamma_partial;  // [slots, n] float32 workspace
+  int32_t rows;
+  int32_t n;
+  float epsilon;
+  int32_t rows_per_block;
+  int32_t threads_per_row;
+  int32_t slots;
+};
+static_assert(offsetof(RmsNormBwdArgs, dgamma_partial) == 40 && offsetof(RmsNormBwdArgs, rows) == 48);
+static_assert(offsetof(RmsNormBwdArgs, slots) == 68 && sizeof(RmsNormBwdArgs) == 72);
+
+struct RmsNormDgammaArgs {
+  const float* partial;
+  void* dgamma;
+  int32_t slots;
+  int32_t n;
+};
+static_assert(offsetof(RmsNormDgammaArgs, n) == 20 && sizeof(RmsNormDgammaArgs) == 24);
+
+inline constexpr std::array kRmsNormFwdFields{
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, x),           JAX_AITER_ARG_FIELD(RmsNormFwdArgs, residual),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, gamma),       JAX_AITER_ARG_FIELD(RmsNormFwdArgs, y),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, residual_out), JAX_AITER_ARG_FIELD(RmsNormFwdArgs, rows),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, n),           JAX_AITER_ARG_FIELD(RmsNormFwdArgs, epsilon),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, rows_per_block),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, threads_per_row),
+};
+inline constexpr std::array kRmsNormBwdFields{
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dy),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, x),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, gamma),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dresidual),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dx),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dgamma_partial),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, rows),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, n),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, epsilon),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, rows_per_block),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, threads_per_row),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, slots),
+};
+inline constexpr std::array kRmsNormDgammaFields{
+    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, partial),
+    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, dgamma),
+    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, slots),
+    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, n),
+};
+
+// Facts of the kernels, kept in step with kernels_co/rmsnorm.kernel.cpp.
+struct RmsNormKernelFacts {
+  static constexpr int kChunks = 4;             // vectors a thread keeps in registers per row
+  static constexpr int kMaxThreadsFwd = 512;    // __launch_bounds__ of the forward kernels
+  static constexpr int kMaxThreadsBwd = 256;    // and of the backward kernels
+  static constexpr int kDgammaBlock = 256;      // threads (columns) per block of the reduction
+};
+
+// Vector widths built per dtype: 16-byte accesses at most.
+constexpr int rmsnorm_max_vec(DType t) { return t == DType::kF32 ? 4 : 8; }
+
+namespace detail {
+constexpr KernelInfo fwd(std::string_view s) {
+  return {s, sizeof(RmsNormFwdArgs), kRmsNormFwdFields};
+}
+constexpr KernelInfo bwd(std::string_view s) {
+  return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields};
+}
+constexpr KernelInfo dgamma(std::string_view s) {
+  return {s, sizeof(RmsNormDgammaArgs), kRmsNormDgammaFields};
+}
+}  // namespace detail
+
+struct RmsNormModule {
+  static constexpr std::string_view kName = "rmsnorm";
+  // Order: 11 forward (bf16 v1..v8, f16 v1..v8, f32 v1..v4), 11 backward likewise, 3 reductions.
+  static constexpr std::array<KernelInfo, 25> kKernels{{
+      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"), detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"), detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v8"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v1"),  detail::fwd("jax_aiter_rmsnorm_fwd_f16_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v4"),  detail::fwd("jax_aiter_rmsnorm_fwd_f16_v8"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v1"),  detail::fwd("jax_aiter_rmsnorm_fwd_f32_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v4"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v1"), detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v4"), detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v8"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v1"),  detail::bwd("jax_aiter_rmsnorm_bwd_f16_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v4"),  detail::bwd("jax_aiter_rmsnorm_bwd_f16_v8"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v1"),  detail::bwd("jax_aiter_rmsnorm_bwd_f32_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v4"),
+      detail::dgamma("jax_aiter_rmsnorm_dgamma_bf16"),
+      detail::dgamma("jax_aiter_rmsnorm_dgamma_f16"),
+      detail::dgamma("jax_aiter_rmsnorm_dgamma_f32"),
+  }};
+
+  static constexpr uint16_t dtype_slot(DType t) {
+    return t == DType::kBF16 ? 0 : t == DType::kF16 ? 1 : 2;
+  }
+  static constexpr uint16_t vec_slot(int vec) { return vec == 1 ? 0 : vec == 2 ? 1 : vec == 4 ? 2 : 3; }
+  static constexpr uint16_t fwd_kernel(DType t, int vec) {
+    return static_cast<uint16_t>(dtype_slot(t) * 4 + vec_slot(vec));
+  }
+  static constexpr uint16_t bwd_kernel(DType t, int vec) {
+    return static_cast<uint16_t>(11 + fwd_kernel(t, vec));
+  }
+  static constexpr uint16_t dgamma_kernel(DType t) {
+    return static_cast<uint16_t>(22 + dtype_slot(t));
+  }
+};
+
+static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kF32, 4)].symbol ==
+              "jax_aiter_rmsnorm_fwd_f32_v4");
+static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8)].symbol ==
+              "jax_aiter_rmsnorm_bwd_f16_v8");
+static_assert(RmsNormModule::kKernels[RmsNormModule::dgamma_kernel(DType::kF32)].symbol ==
+              "jax_aiter_rmsnorm_dgamma_f32");
+
+}  // namespace jax_aiter::kernels

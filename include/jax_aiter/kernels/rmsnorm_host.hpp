@@ -1,0 +1,141 @@
+// Host twins of the RMSNorm kernels: the same arithmetic (float32 statistics, the stored residual
+// normalised, dgamma folded onto `slots` partial rows) read from the very same packed argument
+// bytes, covering exactly the rows the launch grid covers, so a wrong plan or a wrong packing
+// shows up as wrong or unwritten outputs.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/rmsnorm.hpp"
+#include "jax_aiter/runtime/host.hpp"
+
+namespace jax_aiter::kernels::host {
+
+template <DType T>
+struct Elem;
+template <>
+struct Elem<DType::kBF16> {
+  using Storage = uint16_t;
+  static float load(Storage s) { return bf16_to_float(s); }
+  static Storage store(float f) { return float_to_bf16(f); }
+};
+template <>
+struct Elem<DType::kF16> {
+  using Storage = uint16_t;
+  static float load(Storage s) { return f16_to_float(s); }
+  static Storage store(float f) { return float_to_f16(f); }
+};
+template <>
+struct Elem<DType::kF32> {
+  using Storage = float;
+  static float load(Storage s) { return s; }
+  static Storage store(float f) { return f; }
+};
+
+template <DType T>
+void rmsnorm_fwd(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
+  using E = Elem<T>;
+  using S = typename E::Storage;
+  const auto a = packed.unpack<RmsNormFwdArgs>();
+  const int64_t n = a.n;
+  const int64_t rows = std::min<int64_t>(a.rows, int64_t{grid.x} * a.rows_per_block);
+  const S* x = static_cast<const S*>(a.x);
+  const S* res = static_cast<const S*>(a.residual);
+  const S* g = static_cast<const S*>(a.gamma);
+  S* y = static_cast<S*>(a.y);
+  S* res_out = static_cast<S*>(a.residual_out);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = r * n;
+    float ss = 0.f;
+    for (int64_t j = 0; j < n; ++j) {
+      float t = E::load(x[base + j]);
+      if (res) {
+        const S stored = E::store(t + E::load(res[base + j]));
+        res_out[base + j] = stored;
+        t = E::load(stored);
+      }
+      ss += t * t;
+    }
+    const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + a.epsilon);
+    const S* src = res ? res_out : x;  // the stored residual is what gets normalised
+    for (int64_t j = 0; j < n; ++j) y[base + j] = E::store(E::load(src[base + j]) * rstd * E::load(g[j]));
+  }
+}
+
+template <DType T>
+void rmsnorm_bwd(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
+  using E = Elem<T>;
+  using S = typename E::Storage;
+  const auto a = packed.unpack<RmsNormBwdArgs>();
+  const int64_t n = a.n;
+  const int64_t slots = std::min<int64_t>(a.slots, int64_t{grid.x} * a.rows_per_block);
+  const S* dy = static_cast<const S*>(a.dy);
+  const S* x = static_cast<const S*>(a.x);
+  const S* g = static_cast<const S*>(a.gamma);
+  const S* dres = static_cast<const S*>(a.dresidual);
+  S* dx = static_cast<S*>(a.dx);
+  for (int64_t s = 0; s < slots; ++s) {
+    float* part = a.dgamma_partial + s * n;
+    std::fill(part, part + n, 0.f);
+    for (int64_t r = s; r < a.rows; r += a.slots) {
+      const int64_t base = r * n;
+      float ss = 0.f, dot = 0.f;
+      for (int64_t j = 0; j < n; ++j) {
+        const float xv = E::load(x[base + j]);
+        ss += xv * xv;
+        dot += E::load(g[j]) * E::load(dy[base + j]) * xv;
+      }
+      const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + a.epsilon);
+      const float coef = rstd * rstd * rstd * dot / static_cast<float>(n);
+      for (int64_t j = 0; j < n; ++j) {
+        const float xv = E::load(x[base + j]);
+        const float d = E::load(dy[base + j]);
+        const float extra = dres ? E::load(dres[base + j]) : 0.f;
+        dx[base + j] = E::store(rstd * E::load(g[j]) * d - coef * xv + extra);
+        part[j] += d * xv * rstd;
+      }
+    }
+  }
+}
+
+template <DType T>
+void rmsnorm_dgamma(const KernelArgs& packed, Dim3 grid, Dim3 block) {
+  using E = Elem<T>;
+  const auto a = packed.unpack<RmsNormDgammaArgs>();
+  const int64_t cols = std::min<int64_t>(a.n, int64_t{grid.x} * block.x);
+  auto* out = static_cast<typename E::Storage*>(a.dgamma);
+  for (int64_t j = 0; j < cols; ++j) {
+    float s = 0.f;
+    for (int64_t r = 0; r < a.slots; ++r) s += a.partial[r * a.n + j];
+    out[j] = E::store(s);
+  }
+}
+
+}  // namespace jax_aiter::kernels::host
+
+namespace jax_aiter::runtime {
+
+// Parallel to RmsNormModule::kKernels (the vector width changes nothing on the host).
+template <>
+struct HostTwins<kernels::RmsNormModule> {
+  static constexpr auto fwd_bf16 = &kernels::host::rmsnorm_fwd<DType::kBF16>;
+  static constexpr auto fwd_f16 = &kernels::host::rmsnorm_fwd<DType::kF16>;
+  static constexpr auto fwd_f32 = &kernels::host::rmsnorm_fwd<DType::kF32>;
+  static constexpr auto bwd_bf16 = &kernels::host::rmsnorm_bwd<DType::kBF16>;
+  static constexpr auto bwd_f16 = &kernels::host::rmsnorm_bwd<DType::kF16>;
+  static constexpr auto bwd_f32 = &kernels::host::rmsnorm_bwd<DType::kF32>;
+  static constexpr std::array<HostTwin, 25> kTwins{
+      fwd_bf16, fwd_bf16, fwd_bf16, fwd_bf16, fwd_f16, fwd_f16, fwd_f16, fwd_f16,
+      fwd_f32,  fwd_f32,  fwd_f32,  bwd_bf16, bwd_bf16, bwd_bf16, bwd_bf16, bwd_f16,
+      bwd_f16,  bwd_f16,  bwd_f16,  bwd_f32,  bwd_f32,  bwd_f32,
+      &kernels::host::rmsnorm_dgamma<DType::kBF16>,
+      &kernels::host::rmsnorm_dgamma<DType::kF16>,
+      &kernels::host::rmsnorm_dgamma<DType::kF32>,
+  };
+};
+
+}  // namespace jax_aiter::runtime

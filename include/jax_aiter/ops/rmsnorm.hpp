@@ -1,0 +1,254 @@
+// RMSNorm and fused add+RMSNorm, forward and backward: parameters, validation and launch plans.
+// Pure C++ (no HIP, no XLA): dispatch is unit-tested on the host.
+//
+//   y = x * rsqrt(mean(x^2, -1) + eps) * gamma                 statistics in float32
+//   rms_norm_with_add: residual_out = x + residual (stored in x's dtype); y = rms_norm(residual_out)
+//   backward: dx = r*(g*dy) - r^3 * x * mean(g*dy*x) [+ dresidual];  dgamma = sum_rows dy*x*r
+// dgamma is reduced in two stages through an XLA-owned float32 workspace: no atomics, so the
+// result is bit-identical from run to run.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/core/status.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/rmsnorm.hpp"
+#include "jax_aiter/ops/tensor.hpp"
+
+namespace jax_aiter::ops {
+
+// How a row is spread over threads (see kernels_co/rmsnorm.kernel.cpp).
+struct RowLayout {
+  int vec = 1;              // elements per access
+  int threads_per_row = 1;  // a power of two below a warp, else a multiple of the warp
+  int rows_per_block = 1;
+
+  constexpr int block_threads() const { return threads_per_row * rows_per_block; }
+};
+
+// Largest vector width that divides n and keeps every address aligned to a whole vector.
+constexpr int rmsnorm_vec(int64_t n, DType dtype, uintptr_t address_bits) {
+  for (int v = kernels::rmsnorm_max_vec(dtype); v > 1; v /= 2) {
+    const uintptr_t align = static_cast<uintptr_t>(v) * size_bytes(dtype);
+    if (n % v == 0 && address_bits % align == 0) return v;
+  }
+  return 1;
+}
+
+constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int max_threads, int warp) {
+  constexpr int kBlockTarget = 256;
+  const int64_t vectors = n / vec;
+  const int64_t needed = ceil_div(vectors, kernels::RmsNormKernelFacts::kChunks);
+  RowLayout l;
+  l.vec = vec;
+  if (needed <= warp) {
+    l.threads_per_row = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(needed)));
+    l.rows_per_block = std::max(1, std::min(kBlockTarget, max_threads) / l.threads_per_row);
+  } else {
+    const int64_t rounded = ceil_div(needed, warp) * warp;
+    l.threads_per_row = static_cast<int>(std::min<int64_t>(rounded, max_threads));
+    l.rows_per_block = 1;
+  }
+  return l;
+}
+
+// Partial dgamma rows: rows fold onto at most this many slots, so the workspace stays small and
+// its size depends on the shape alone (Python sizes it at trace time, before any device is known).
+inline constexpr int64_t kRmsNormMaxSlots = 512;
+
+constexpr int64_t rmsnorm_bwd_slots(int64_t rows) { return std::min(rows, kRmsNormMaxSlots); }
+
+// Bytes of the float32 workspace the backward needs: [slots, n].
+constexpr int64_t rmsnorm_bwd_workspace_bytes(int64_t rows, int64_t n) {
+  return rmsnorm_bwd_slots(rows) * n * static_cast<int64_t>(sizeof(float));
+}
+
+struct RmsNormPlan {
+  kernels::LaunchSequence<2> launches;
+};
+
+namespace detail {
+
+inline Status check_input(std::string_view op, std::string_view operand, const Tensor& x) {
+  if (x.dtype != DType::kBF16 && x.dtype != DType::kF16 && x.dtype != DType::kF32) {
+    return operand_error(op, operand,
+                         StrCat("expected dtype bf16, f16 or f32, got ", name(x.dtype)));
+  }
+  if (x.rank < 1) return operand_error(op, operand, "expected rank >= 1 ([..., n]), got a scalar");
+  if (x.elements() == 0) {
+    return operand_error(op, operand,
+                         StrCat("expected at least one row of at least one element, got ",
+                                describe(x)));
+  }
+  if (x.last() > std::numeric_limits<int32_t>::max() ||
+      x.elements() / x.last() > std::numeric_limits<int32_t>::max()) {
+    return operand_error(op, operand, StrCat("too large for 32-bit row indexing: ", describe(x)));
+  }
+  if (x.data == nullptr) return operand_error(op, operand, "null data pointer");
+  return {};
+}
+
+inline Status check_gamma(std::string_view op, std::string_view operand, const Tensor& gamma,
+                          const Tensor& x) {
+  if (gamma.rank != 1 || gamma.dims[0] != x.last() || gamma.dtype != x.dtype) {
+    return operand_error(op, operand,
+                         StrCat("expected ", name(x.dtype), "[", x.last(),
+                                "] (n and dtype from x), got ", describe(gamma)));
+  }
+  if (gamma.data == nullptr) return operand_error(op, operand, "null data pointer");
+  return {};
+}
+
+inline Status check_epsilon(std::string_view op, float epsilon) {
+  if (!std::isfinite(epsilon) || epsilon < 0.f) {
+    return InvalidArgument(StrCat(op, ": attribute epsilon: expected a finite value >= 0, got ",
+                                  std::to_string(epsilon)));
+  }
+  return {};
+}
+
+inline uintptr_t address_bits(std::initializer_list<const void*> ptrs) {
+  uintptr_t bits = 0;
+  for (const void* p : ptrs) bits |= reinterpret_cast<uintptr_t>(p);
+  return bits;
+}
+
+}  // namespace detail
+
+// Forward; kFused selects rms_norm_with_add.
+template <bool kFused>
+struct RmsNormForward {
+  static constexpr std::string_view kName = kFused ? "aiter.rms_norm_with_add" : "aiter.rms_norm";
+  using Module = kernels::RmsNormModule;
+  using Plan = RmsNormPlan;
+
+  struct Params {
+    Tensor x, gamma, y;
+    Tensor residual, residual_out;  // kFused only
+    float epsilon = 1e-6f;
+  };
+
+  static Status validate(const Params& p, const Target& /*target*/) {
+    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, "x", p.x));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
+    if constexpr (kFused) {
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual", p.residual, p.x, "x"));
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual_out", p.residual_out, p.x, "x"));
+    }
+    return expect_like(kName, "y", p.y, p.x, "x");
+  }
+
+  static Plan plan(const Params& p, const Target& target) {
+    const int64_t n = p.x.last();
+    const int64_t rows = p.x.elements() / n;
+    const void* residual = kFused ? p.residual.data : nullptr;
+    void* residual_out = kFused ? p.residual_out.data : nullptr;
+    const int vec = rmsnorm_vec(
+        n, p.x.dtype, detail::address_bits({p.x.data, p.gamma.data, p.y.data, residual, residual_out}));
+    const RowLayout l =
+        rmsnorm_layout(n, vec, kernels::RmsNormKernelFacts::kMaxThreadsFwd, target.warp());
+    kernels::RmsNormFwdArgs args{p.x.data, residual,  p.gamma.data, p.y.data,
+                                 residual_out, static_cast<int32_t>(rows), static_cast<int32_t>(n),
+                                 p.epsilon, l.rows_per_block, l.threads_per_row};
+    Plan plan;
+    plan.launches.push({Module::fwd_kernel(p.x.dtype, vec),
+                        {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
+                        {static_cast<uint32_t>(l.block_threads()), 1, 1},
+                        0,
+                        kernels::KernelArgs::pack(args)});
+    return plan;
+  }
+};
+
+// Backward; kFused adds the gradient that reached residual_out directly (dresidual) into dx.
+template <bool kFused>
+struct RmsNormBackward {
+  static constexpr std::string_view kName =
+      kFused ? "aiter.rms_norm_with_add_bwd" : "aiter.rms_norm_bwd";
+  using Module = kernels::RmsNormModule;
+  using Plan = RmsNormPlan;
+
+  struct Params {
+    Tensor dy, x, gamma;
+    Tensor dresidual;  // kFused only
+    Tensor dx, dgamma, workspace;
+    float epsilon = 1e-6f;
+  };
+
+  static Status validate(const Params& p, const Target& /*target*/) {
+    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, "x", p.x));
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dy", p.dy, p.x, "x"));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
+    if constexpr (kFused) {
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dresidual", p.dresidual, p.x, "x"));
+    }
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dx", p.dx, p.x, "x"));
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dgamma", p.dgamma, p.gamma, "gamma"));
+    const int64_t n = p.x.last();
+    const int64_t need = rmsnorm_bwd_workspace_bytes(p.x.elements() / n, n);
+    if (p.workspace.bytes() < need || p.workspace.data == nullptr) {
+      return operand_error(kName, "workspace",
+                           StrCat("expected at least ", need,
+                                  " bytes (rms_norm_bwd_workspace_bytes), got ", p.workspace.bytes()));
+    }
+    return {};
+  }
+
+  static Plan plan(const Params& p, const Target& target) {
+    const int64_t n = p.x.last();
+    const int64_t rows = p.x.elements() / n;
+    const int64_t slots = rmsnorm_bwd_slots(rows);
+    const void* dresidual = kFused ? p.dresidual.data : nullptr;
+    int v = rmsnorm_vec(n, p.x.dtype,
+                        detail::address_bits({p.dy.data, p.x.data, p.gamma.data, dresidual, p.dx.data}));
+    // The float32 partials move v at a time too: the workspace must be aligned to that.
+    while (v > 1 && reinterpret_cast<uintptr_t>(p.workspace.data) % (static_cast<uintptr_t>(v) * 4) != 0) {
+      v /= 2;
+    }
+    const RowLayout l =
+        rmsnorm_layout(n, v, kernels::RmsNormKernelFacts::kMaxThreadsBwd, target.warp());
+    kernels::RmsNormBwdArgs args{p.dy.data,
+                                 p.x.data,
+                                 p.gamma.data,
+                                 dresidual,
+                                 p.dx.data,
+                                 static_cast<float*>(p.workspace.data),
+                                 static_cast<int32_t>(rows),
+                                 static_cast<int32_t>(n),
+                                 p.epsilon,
+                                 l.rows_per_block,
+                                 l.threads_per_row,
+                                 static_cast<int32_t>(slots)};
+    kernels::RmsNormDgammaArgs reduce{static_cast<const float*>(p.workspace.data), p.dgamma.data,
+                                      static_cast<int32_t>(slots), static_cast<int32_t>(n)};
+    constexpr int kReduceBlock = kernels::RmsNormKernelFacts::kDgammaBlock;
+    Plan plan;
+    plan.launches.push({Module::bwd_kernel(p.x.dtype, v),
+                        {static_cast<uint32_t>(ceil_div(slots, l.rows_per_block)), 1, 1},
+                        {static_cast<uint32_t>(l.block_threads()), 1, 1},
+                        0,
+                        kernels::KernelArgs::pack(args)});
+    plan.launches.push({Module::dgamma_kernel(p.x.dtype),
+                        {static_cast<uint32_t>(ceil_div(n, kReduceBlock)), 1, 1},
+                        {kReduceBlock, 1, 1},
+                        0,
+                        kernels::KernelArgs::pack(reduce)});
+    return plan;
+  }
+};
+
+using RmsNorm = RmsNormForward<false>;
+using RmsNormWithAdd = RmsNormForward<true>;
+using RmsNormBwd = RmsNormBackward<false>;
+using RmsNormWithAddBwd = RmsNormBackward<true>;
+
+}  // namespace jax_aiter::ops

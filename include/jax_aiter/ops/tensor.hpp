@@ -1,0 +1,68 @@
+// What an op knows of an operand: address, dtype and shape. Filled by the FFI layer from XLA's
+// buffers, or by hand in tests; validate() checks them with messages that name the operand.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/core/status.hpp"
+
+namespace jax_aiter::ops {
+
+inline constexpr int kMaxRank = 8;
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  int rank = 0;
+  std::array<int64_t, kMaxRank> dims{};
+
+  constexpr int64_t elements() const {
+    int64_t e = 1;
+    for (int i = 0; i < rank; ++i) e *= dims[i];
+    return e;
+  }
+  constexpr int64_t bytes() const { return elements() * static_cast<int64_t>(size_bytes(dtype)); }
+  constexpr int64_t last() const { return rank > 0 ? dims[rank - 1] : 1; }
+  constexpr bool same_shape(const Tensor& o) const {
+    if (rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i) {
+      if (dims[i] != o.dims[i]) return false;
+    }
+    return true;
+  }
+};
+
+inline std::string shape_string(const Tensor& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.rank; ++i) {
+    if (i) s += ",";
+    s += std::to_string(t.dims[i]);
+  }
+  return s + "]";
+}
+
+inline std::string describe(const Tensor& t) {
+  return StrCat(name(t.dtype), shape_string(t));
+}
+
+// "aiter.rms_norm: operand gamma: expected f32[4096] (like x), got bf16[4095]"
+inline Status operand_error(std::string_view op, std::string_view operand, std::string_view what) {
+  return InvalidArgument(StrCat(op, ": operand ", operand, ": ", what));
+}
+
+// Checks that `t` has exactly the dtype and shape of `like`.
+inline Status expect_like(std::string_view op, std::string_view operand, const Tensor& t,
+                          const Tensor& like, std::string_view like_name) {
+  if (t.dtype != like.dtype || !t.same_shape(like)) {
+    return operand_error(op, operand,
+                         StrCat("expected ", describe(like), " (like ", like_name, "), got ",
+                                describe(t)));
+  }
+  return {};
+}
+
+}  // namespace jax_aiter::ops

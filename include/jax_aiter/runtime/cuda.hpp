@@ -1,0 +1,149 @@
+// The NVIDIA backend, on the CUDA driver API: loads the embedded sm_90 cubin of a module once per
+// device into the device's primary context (the one XLA uses) and launches with one packed
+// argument buffer, exactly as the HIP backend does on AMD. Runs the whole path on a real GPU.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+#include <vector>
+
+#include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/core/status.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/runtime/backend.hpp"
+#include "jax_aiter/runtime/embedded.hpp"
+#include "jax_aiter/runtime/module_cache.hpp"
+
+namespace jax_aiter::runtime {
+
+struct Cuda {
+  static constexpr BackendKind kKind = BackendKind::kCuda;
+  // Execute issues nothing but cuLaunchKernel on XLA's stream with XLA-owned buffers.
+  static constexpr bool kCommandBufferCompatible = true;
+  using Stream = CUstream;
+
+  struct LoadedModule {
+    CUmodule module = nullptr;
+    std::vector<CUfunction> functions;  // indexed like the module's kernel table
+  };
+
+  static Status error(CUresult r, std::string_view what) {
+    const char* err_name = nullptr;
+    const char* err_text = nullptr;
+    cuGetErrorName(r, &err_name);
+    cuGetErrorString(r, &err_text);
+    return Internal(StrCat("jax_aiter: ", std::string(what), " failed: ",
+                           err_name ? err_name : "?", " (", err_text ? err_text : "?", ")"));
+  }
+
+  static Expected<Target> target(int device) {
+    static PerDeviceCache<Target> cache;
+    static const int tag = 0;
+    auto t = cache.get_or_load(device, &tag, [device]() -> Expected<Target> {
+      if (CUresult r = cuInit(0); r != CUDA_SUCCESS) return error(r, "cuInit");
+      CUdevice dev;
+      if (CUresult r = cuDeviceGet(&dev, device); r != CUDA_SUCCESS) return error(r, "cuDeviceGet");
+      int major = 0, minor = 0, sms = 0;
+      cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+      cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+      cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+      auto arch = arch_from_compute_capability(major, minor);
+      if (!arch) return arch.status();
+      return Target{BackendKind::kCuda, *arch, sms};
+    });
+    if (!t) return t.status();
+    return **t;
+  }
+
+  template <Module M>
+  static Expected<const LoadedModule*> module(int device) {
+    static PerDeviceCache<LoadedModule> cache;
+    return cache.get_or_load(device, module_tag<M>(), [device]() { return load<M>(device); });
+  }
+
+  template <Module M>
+  static Status prepare(int device) {
+    return module<M>(device).status();
+  }
+
+  template <Module M>
+  static Status launch(int device, Stream stream, const kernels::Launch& l) {
+    auto m = module<M>(device);
+    if (!m) return m.status();
+    size_t size = l.args.size;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
+                     CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    CUresult r = cuLaunchKernel((*m)->functions[l.kernel], l.grid.x, l.grid.y, l.grid.z, l.block.x,
+                                l.block.y, l.block.z, l.shared_bytes, stream, nullptr, extra);
+    if (r != CUDA_SUCCESS) return error(r, StrCat("launch of ", M::kKernels[l.kernel].symbol));
+    return {};
+  }
+
+ private:
+  template <Module M>
+  static Expected<LoadedModule> load(int device) {
+    auto t = target(device);
+    if (!t) return t.status();
+    const EmbeddedCodeObject* blob = EmbeddedRegistry::find(M::kName, name(t->arch));
+    if (blob == nullptr) {
+      return NotFound(StrCat("jax_aiter: no embedded code object '", M::kName, "' for ",
+                             name(t->arch), " (was jax_aiter_embed_kernels called with it?)"));
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    if (CUresult r = cuDeviceGet(&dev, device); r != CUDA_SUCCESS) return error(r, "cuDeviceGet");
+    if (CUresult r = cuDevicePrimaryCtxRetain(&ctx, dev); r != CUDA_SUCCESS) {
+      return error(r, "cuDevicePrimaryCtxRetain");
+    }
+    if (CUresult r = cuCtxPushCurrent(ctx); r != CUDA_SUCCESS) return error(r, "cuCtxPushCurrent");
+    LoadedModule out;
+    Status st = [&]() -> Status {
+      if (CUresult r = cuModuleLoadData(&out.module, blob->bytes.data()); r != CUDA_SUCCESS) {
+        return error(r, StrCat("cuModuleLoadData(", M::kName, ")"));
+      }
+      for (const kernels::KernelInfo& k : M::kKernels) {
+        CUfunction f;
+        const std::string symbol(k.symbol);
+        if (CUresult r = cuModuleGetFunction(&f, out.module, symbol.c_str()); r != CUDA_SUCCESS) {
+          return error(r, StrCat("cuModuleGetFunction(", symbol, ")"));
+        }
+        JAX_AITER_RETURN_IF_ERROR(check_parameters(f, k));
+        out.functions.push_back(f);
+      }
+      return {};
+    }();
+    CUcontext popped;
+    cuCtxPopCurrent(&popped);
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  // The cubin records each parameter's offset and size: they must be our struct's fields, in order.
+  static Status check_parameters(CUfunction f, const kernels::KernelInfo& k) {
+    for (size_t i = 0; i <= k.fields.size(); ++i) {
+      size_t offset = 0, size = 0;
+      CUresult r = cuFuncGetParamInfo(f, i, &offset, &size);
+      if (i == k.fields.size()) {
+        if (r == CUDA_SUCCESS) {
+          return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " takes more than ",
+                                           k.fields.size(), " parameters"));
+        }
+        break;
+      }
+      if (r != CUDA_SUCCESS) return error(r, StrCat("cuFuncGetParamInfo(", k.symbol, ")"));
+      const kernels::ArgField& field = k.fields[i];
+      if (offset != field.offset || size != field.size) {
+        return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " parameter ", i, " (",
+                                         field.name, "): cubin has offset ", offset, " size ", size,
+                                         ", our struct has offset ", field.offset, " size ",
+                                         field.size));
+      }
+    }
+    return {};
+  }
+};
+
+static_assert(Backend<Cuda>);
+
+}  // namespace jax_aiter::runtime

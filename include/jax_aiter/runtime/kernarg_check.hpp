@@ -1,0 +1,80 @@
+// Checks a kernel's declared arguments (code-object metadata) against the struct we launch it with.
+//
+// Why: with one packed argument buffer, the HIP runtime ignores the size we pass and copies every
+// argument the metadata declares from `struct + offset`. A struct shorter than the declared
+// explicit arguments makes the kernel read stray host bytes; a field at another offset makes it
+// read the wrong value. AITER's metadata is not uniform (gfx942 BF16 `_pf3_splitk` kernels
+// declare 336 bytes without `ptr_semaphore`, gfx950 ones 352 with it), so we compare named
+// offsets and require coverage, rather than demanding equal sizes.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "jax_aiter/core/status.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/runtime/code_object.hpp"
+
+namespace jax_aiter::runtime {
+
+namespace kernarg_check_detail {
+
+// AITER's hand-written metadata names its slot padding "pad"; such entries carry no value.
+inline bool is_padding(std::string_view name) {
+  if (name.empty()) return true;
+  if (!name.starts_with("pad")) return false;
+  for (char c : name.substr(3)) {
+    if (c < '0' || c > '9') return false;  // "pad", "pad0", "pad12"; not "padding_value"
+  }
+  return true;
+}
+
+}  // namespace kernarg_check_detail
+
+// OK when launching `md`'s kernel with our struct `ours` feeds every declared argument from the
+// field of the same name; FailedPrecondition naming the first mismatch otherwise.
+inline Status check_kernel_arguments(const KernelMetadata& md, const kernels::KernelInfo& ours) {
+  bool has_hidden = false;
+  for (const auto& a : md.args) has_hidden = has_hidden || a.hidden();
+
+  // Hidden arguments (code object v5 block counts, ...) are written by the runtime, so only the
+  // explicit part has to come from our struct. Without them, the whole segment does.
+  const uint32_t required = has_hidden ? md.explicit_kernarg_bytes() : md.kernarg_segment_size;
+  if (required > ours.args_size) {
+    if (has_hidden) {
+      return FailedPrecondition(
+          StrCat("jax_aiter: kernel ", md.name, " declares ", required,
+                 " bytes of explicit arguments (of a ", md.kernarg_segment_size,
+                 "-byte kernarg segment) but our argument struct has ", ours.args_size, " bytes"));
+    }
+    return FailedPrecondition(StrCat("jax_aiter: kernel ", md.name, " declares a ", required,
+                                     "-byte kernarg segment but our argument struct has ",
+                                     ours.args_size, " bytes"));
+  }
+
+  for (const auto& a : md.args) {
+    if (a.hidden() || kernarg_check_detail::is_padding(a.name)) continue;
+    const kernels::ArgField* field = nullptr;
+    for (const auto& f : ours.fields) {
+      if (f.name == a.name) {
+        field = &f;
+        break;
+      }
+    }
+    if (field == nullptr) {
+      return FailedPrecondition(StrCat("jax_aiter: kernel ", md.name, ": argument '", a.name,
+                                       "' (offset ", a.offset, ", size ", a.size,
+                                       ") is not a field of our argument struct"));
+    }
+    if (field->offset != a.offset || field->size != a.size) {
+      return FailedPrecondition(StrCat("jax_aiter: kernel ", md.name, ": argument '", a.name,
+                                       "': expected offset ", a.offset, " size ", a.size,
+                                       " (code object), got offset ", field->offset, " size ",
+                                       field->size, " (our struct)"));
+    }
+  }
+  // Fields of ours the metadata does not declare are fine: the kernel never reads them.
+  return Status::Ok();
+}
+
+}  // namespace jax_aiter::runtime

@@ -1,0 +1,97 @@
+// The few device primitives our portable kernels use, mapped onto CUDA (nvcc) or onto clang's
+// AMDGPU builtins (clang-22 in HIP mode with -nogpuinc: no ROCm headers or device libraries).
+// One kernel source, three targets: gfx942, gfx950, sm_90.
+#pragma once
+
+#if defined(__CUDACC__)
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define JA_KERNEL_BOUNDED(max_threads) extern "C" __global__ __launch_bounds__(max_threads)
+#define JA_DEVICE __device__ __forceinline__
+#define JA_SHARED __shared__
+
+namespace ja {
+inline constexpr int kWarp = 32;
+JA_DEVICE int thread_id() { return static_cast<int>(threadIdx.x); }
+JA_DEVICE int block_id() { return static_cast<int>(blockIdx.x); }
+JA_DEVICE void barrier() { __syncthreads(); }
+JA_DEVICE float shuffle_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+JA_DEVICE float rsqrt(float x) { return rsqrtf(x); }
+JA_DEVICE float bits_to_float(uint32_t u) { return __uint_as_float(u); }
+JA_DEVICE uint32_t float_to_bits(float f) { return __float_as_uint(f); }
+JA_DEVICE float half_to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+JA_DEVICE uint16_t float_to_half(float f) { return __half_as_ushort(__float2half_rn(f)); }
+}  // namespace ja
+
+#elif defined(__HIP__)
+
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define JA_KERNEL_BOUNDED(max_threads) \
+  extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(1, max_threads)))
+#define JA_DEVICE __device__ inline __attribute__((always_inline))
+#define JA_SHARED __shared__
+
+namespace ja {
+inline constexpr int kWarp = 64;  // CDNA3/CDNA4 run wave64
+JA_DEVICE int thread_id() { return static_cast<int>(__builtin_amdgcn_workitem_id_x()); }
+JA_DEVICE int block_id() { return static_cast<int>(__builtin_amdgcn_workgroup_id_x()); }
+JA_DEVICE void barrier() {
+  // What HIP's __syncthreads does: make LDS writes visible across the workgroup.
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+JA_DEVICE int lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
+JA_DEVICE float shuffle_xor(float v, int mask) {
+  const int src = (lane_id() ^ mask) << 2;  // ds_bpermute addresses lanes in bytes
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src, __builtin_bit_cast(int, v)));
+}
+JA_DEVICE float rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
+JA_DEVICE float bits_to_float(uint32_t u) { return __builtin_bit_cast(float, u); }
+JA_DEVICE uint32_t float_to_bits(float f) { return __builtin_bit_cast(uint32_t, f); }
+JA_DEVICE float half_to_float(uint16_t h) { return static_cast<float>(__builtin_bit_cast(_Float16, h)); }
+JA_DEVICE uint16_t float_to_half(float f) { return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f)); }
+}  // namespace ja
+
+#else
+#error "jax_aiter_device.hpp is for nvcc or clang in HIP mode"
+#endif
+
+namespace ja {
+
+// Element types by storage; arithmetic is always in float.
+struct BF16 {
+  using Storage = uint16_t;
+  static JA_DEVICE float load(Storage s) { return bits_to_float(static_cast<uint32_t>(s) << 16); }
+  static JA_DEVICE Storage store(float f) {
+    const uint32_t u = float_to_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<Storage>((u >> 16) | 0x40u);  // NaN
+    return static_cast<Storage>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest, ties even
+  }
+};
+struct F16 {
+  using Storage = uint16_t;
+  static JA_DEVICE float load(Storage s) { return half_to_float(s); }
+  static JA_DEVICE Storage store(float f) { return float_to_half(f); }
+};
+struct F32 {
+  using Storage = float;
+  static JA_DEVICE float load(Storage s) { return s; }
+  static JA_DEVICE Storage store(float f) { return f; }
+};
+
+// N elements moved as one aligned access (16 bytes at most).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+}  // namespace ja

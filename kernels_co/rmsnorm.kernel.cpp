@@ -1,0 +1,278 @@
+// RMSNorm forward (plain and fused with a residual add), backward, and the dgamma reduction:
+// one source for gfx942/gfx950 (clang-22) and sm_90 (nvcc). The parameter lists ARE the ABI:
+// include/jax_aiter/kernels/rmsnorm.hpp mirrors them field by field, and the backends check the
+// code object's own metadata against that struct before the first launch.
+//
+// Layout: a block holds rows_per_block rows of threads_per_row threads each; a thread owns the
+// vectors lane, lane + tpr, lane + 2 tpr, ... of its row. When a row fits in CHUNKS vectors per
+// thread it stays in registers (one read of x); otherwise the row is streamed twice (the second
+// read is served by L2 for the row sizes where that happens).
+#include "jax_aiter_device.hpp"
+
+namespace ja {
+
+inline constexpr int kChunks = 4;
+
+// Sums K values across the threads_per_row threads of one row; every thread of the block calls it.
+template <int K>
+JA_DEVICE void row_sum(float (&v)[K], int tpr, float* smem) {
+  const int width = tpr < kWarp ? tpr : kWarp;  // tpr is a power of two below a warp
+  for (int mask = width / 2; mask > 0; mask /= 2) {
+    for (int k = 0; k < K; ++k) v[k] += shuffle_xor(v[k], mask);
+  }
+  if (tpr <= kWarp) return;
+  const int tid = thread_id();
+  const int warps = tpr / kWarp;  // one row per block in this case
+  if (tid % kWarp == 0) {
+    for (int k = 0; k < K; ++k) smem[k * 32 + tid / kWarp] = v[k];
+  }
+  barrier();
+  for (int k = 0; k < K; ++k) {
+    float s = 0.f;
+    for (int w = 0; w < warps; ++w) s += smem[k * 32 + w];  // same order in every thread
+    v[k] = s;
+  }
+  barrier();  // smem is reused by the next call
+}
+
+template <typename E, int VEC>
+JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamma, void* y,
+                           void* residual_out, int rows, int n, float epsilon, int rows_per_block,
+                           int threads_per_row) {
+  using S = typename E::Storage;
+  using P = Pack<S, VEC>;
+  JA_SHARED float smem[2 * 32];
+  const int tpr = threads_per_row;
+  const int lane = thread_id() % tpr;
+  const int row = block_id() * rows_per_block + thread_id() / tpr;
+  const bool active = row < rows;
+  const int nvec = n / VEC;
+  const int64_t base = static_cast<int64_t>(active ? row : 0) * nvec;
+  const P* xv = static_cast<const P*>(x) + base;
+  const P* rv = residual ? static_cast<const P*>(residual) + base : nullptr;
+  P* rov = residual ? static_cast<P*>(residual_out) + base : nullptr;
+  const P* gv = static_cast<const P*>(gamma);
+  P* yv = static_cast<P*>(y) + base;
+
+  // Loads vector i of the row (adding and storing the residual first when fused), as floats.
+  auto load_row = [&](int i, float (&out)[VEC]) {
+    const P a = xv[i];
+    if (rv) {
+      const P b = rv[i];
+      P sum;
+      for (int k = 0; k < VEC; ++k) sum.v[k] = E::store(E::load(a.v[k]) + E::load(b.v[k]));
+      rov[i] = sum;  // the stored residual is what gets normalised
+      for (int k = 0; k < VEC; ++k) out[k] = E::load(sum.v[k]);
+    } else {
+      for (int k = 0; k < VEC; ++k) out[k] = E::load(a.v[k]);
+    }
+  };
+  auto store_row = [&](int i, const float (&in)[VEC], float r) {
+    const P g = gv[i];
+    P o;
+    for (int k = 0; k < VEC; ++k) o.v[k] = E::store(in[k] * r * E::load(g.v[k]));
+    yv[i] = o;
+  };
+
+  const bool cached = nvec <= tpr * kChunks;
+  float xs[kChunks][VEC];
+  float acc[1] = {0.f};
+  if (cached) {
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = c * tpr + lane;
+      if (active && i < nvec) {
+        load_row(i, xs[c]);
+        for (int k = 0; k < VEC; ++k) acc[0] += xs[c][k] * xs[c][k];
+      }
+    }
+  } else if (active) {
+    for (int i = lane; i < nvec; i += tpr) {
+      float t[VEC];
+      load_row(i, t);
+      for (int k = 0; k < VEC; ++k) acc[0] += t[k] * t[k];
+    }
+  }
+  row_sum(acc, tpr, smem);
+  if (!active) return;
+  const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
+  if (cached) {
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = c * tpr + lane;
+      if (i < nvec) store_row(i, xs[c], r);
+    }
+  } else {
+    const P* src = rov ? rov : xv;  // this thread wrote these residual_out vectors itself
+    for (int i = lane; i < nvec; i += tpr) {
+      const P a = src[i];
+      float t[VEC];
+      for (int k = 0; k < VEC; ++k) t[k] = E::load(a.v[k]);
+      store_row(i, t, r);
+    }
+  }
+}
+
+// dx = r * (g*dy) - r^3 * x * mean(g*dy*x) (+ dresidual when fused); the slot s of a block
+// accumulates dgamma = sum over its rows s, s + slots, ... of dy * x * r into partial[s, :].
+template <typename E, int VEC>
+JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, const void* dresidual,
+                           void* dx, float* dgamma_partial, int rows, int n, float epsilon,
+                           int rows_per_block, int threads_per_row, int slots) {
+  using S = typename E::Storage;
+  using P = Pack<S, VEC>;
+  using PF = Pack<float, VEC>;
+  JA_SHARED float smem[2 * 32];
+  const int tpr = threads_per_row;
+  const int lane = thread_id() % tpr;
+  const int slot = block_id() * rows_per_block + thread_id() / tpr;
+  const bool slot_active = slot < slots;
+  const int nvec = n / VEC;
+  const P* gv = static_cast<const P*>(gamma);
+  PF* part = reinterpret_cast<PF*>(dgamma_partial) + static_cast<int64_t>(slot_active ? slot : 0) * nvec;
+  const bool cached = nvec <= tpr * kChunks;
+  const int first_slot = block_id() * rows_per_block;  // the block iterates in lock step
+
+  float dg[kChunks][VEC];
+  for (int c = 0; c < kChunks; ++c)
+    for (int k = 0; k < VEC; ++k) dg[c][k] = 0.f;
+  if (!cached && slot_active) {
+    for (int i = lane; i < nvec; i += tpr) {
+      PF z;
+      for (int k = 0; k < VEC; ++k) z.v[k] = 0.f;
+      part[i] = z;
+    }
+  }
+
+  for (int row0 = first_slot; row0 < rows; row0 += slots) {
+    const int row = row0 + (slot - first_slot);
+    const bool active = slot_active && row < rows;
+    const int64_t base = static_cast<int64_t>(active ? row : 0) * nvec;
+    const P* xv = static_cast<const P*>(x) + base;
+    const P* dyv = static_cast<const P*>(dy) + base;
+    const P* drv = dresidual ? static_cast<const P*>(dresidual) + base : nullptr;
+    P* dxv = static_cast<P*>(dx) + base;
+
+    float xs[kChunks][VEC], gdy[kChunks][VEC];
+    float acc[2] = {0.f, 0.f};  // sum x^2, sum g*dy*x
+    auto load = [&](int i, float (&xo)[VEC], float (&go)[VEC]) {
+      const P a = xv[i], d = dyv[i], g = gv[i];
+      for (int k = 0; k < VEC; ++k) {
+        xo[k] = E::load(a.v[k]);
+        go[k] = E::load(g.v[k]) * E::load(d.v[k]);
+        acc[0] += xo[k] * xo[k];
+        acc[1] += go[k] * xo[k];
+      }
+    };
+    if (cached) {
+      for (int c = 0; c < kChunks; ++c) {
+        const int i = c * tpr + lane;
+        if (active && i < nvec) load(i, xs[c], gdy[c]);
+      }
+    } else if (active) {
+      for (int i = lane; i < nvec; i += tpr) {
+        float a[VEC], b[VEC];
+        load(i, a, b);
+      }
+    }
+    row_sum(acc, tpr, smem);
+    if (!active) continue;
+    const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
+    const float coef = r * r * r * acc[1] / static_cast<float>(n);
+    // Writes dx for vector i and adds this row's dgamma term into dgo.
+    auto emit = [&](int i, const float (&xo)[VEC], const float (&go)[VEC], float (&dgo)[VEC]) {
+      const P d = dyv[i];
+      P o;
+      float extra[VEC];
+      if (drv) {
+        const P e = drv[i];
+        for (int k = 0; k < VEC; ++k) extra[k] = E::load(e.v[k]);
+      } else {
+        for (int k = 0; k < VEC; ++k) extra[k] = 0.f;
+      }
+      for (int k = 0; k < VEC; ++k) {
+        o.v[k] = E::store(r * go[k] - coef * xo[k] + extra[k]);
+        dgo[k] += E::load(d.v[k]) * xo[k] * r;
+      }
+      dxv[i] = o;
+    };
+    if (cached) {
+      for (int c = 0; c < kChunks; ++c) {
+        const int i = c * tpr + lane;
+        if (i < nvec) emit(i, xs[c], gdy[c], dg[c]);
+      }
+    } else {
+      for (int i = lane; i < nvec; i += tpr) {
+        float a[VEC], b[VEC];
+        const P xa = xv[i], d = dyv[i], g = gv[i];
+        for (int k = 0; k < VEC; ++k) {
+          a[k] = E::load(xa.v[k]);
+          b[k] = E::load(g.v[k]) * E::load(d.v[k]);
+        }
+        PF acc_i = part[i];
+        emit(i, a, b, acc_i.v);
+        part[i] = acc_i;  // only this thread touches these columns of this slot
+      }
+    }
+  }
+  if (cached && slot_active) {
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = c * tpr + lane;
+      if (i < nvec) {
+        PF o;
+        for (int k = 0; k < VEC; ++k) o.v[k] = dg[c][k];
+        part[i] = o;
+      }
+    }
+  }
+}
+
+// dgamma[j] = sum over slots s (in order) of partial[s, j]: deterministic, no atomics.
+template <typename E>
+JA_DEVICE void rmsnorm_dgamma(const float* partial, void* dgamma, int slots, int n) {
+  const int j = block_id() * 256 + thread_id();
+  if (j >= n) return;
+  float s = 0.f;
+  for (int r = 0; r < slots; ++r) s += partial[static_cast<int64_t>(r) * n + j];
+  static_cast<typename E::Storage*>(dgamma)[j] = E::store(s);
+}
+
+}  // namespace ja
+
+#define JA_RMSNORM_FWD(tag, E, VEC)                                                               \
+  JA_KERNEL_BOUNDED(512) void jax_aiter_rmsnorm_fwd_##tag##_v##VEC(                                             \
+      const void* x, const void* residual, const void* gamma, void* y, void* residual_out,        \
+      int rows, int n, float epsilon, int rows_per_block, int threads_per_row) {                   \
+    ja::rmsnorm_fwd<ja::E, VEC>(x, residual, gamma, y, residual_out, rows, n, epsilon,             \
+                                rows_per_block, threads_per_row);                                  \
+  }
+#define JA_RMSNORM_BWD(tag, E, VEC)                                                               \
+  JA_KERNEL_BOUNDED(256) void jax_aiter_rmsnorm_bwd_##tag##_v##VEC(                                             \
+      const void* dy, const void* x, const void* gamma, const void* dresidual, void* dx,           \
+      float* dgamma_partial, int rows, int n, float epsilon, int rows_per_block,                   \
+      int threads_per_row, int slots) {                                                            \
+    ja::rmsnorm_bwd<ja::E, VEC>(dy, x, gamma, dresidual, dx, dgamma_partial, rows, n, epsilon,     \
+                                rows_per_block, threads_per_row, slots);                           \
+  }
+#define JA_RMSNORM_DGAMMA(tag, E)                                                                 \
+  JA_KERNEL_BOUNDED(256) void jax_aiter_rmsnorm_dgamma_##tag(const float* partial, void* dgamma, int slots,     \
+                                                int n) {                                           \
+    ja::rmsnorm_dgamma<ja::E>(partial, dgamma, slots, n);                                          \
+  }
+#define JA_RMSNORM_ALL(tag, E, VEC) JA_RMSNORM_FWD(tag, E, VEC) JA_RMSNORM_BWD(tag, E, VEC)
+
+// Block-size caps (kept in step with kRmsNormMaxThreads in kernels/rmsnorm.hpp): they bound the
+// registers the compiler may use so that a full block always fits on a multiprocessor.
+// The instantiations below must match kRmsNormKernels in include/jax_aiter/kernels/rmsnorm.hpp.
+JA_RMSNORM_ALL(bf16, BF16, 1)
+JA_RMSNORM_ALL(bf16, BF16, 2)
+JA_RMSNORM_ALL(bf16, BF16, 4)
+JA_RMSNORM_ALL(bf16, BF16, 8)
+JA_RMSNORM_ALL(f16, F16, 1)
+JA_RMSNORM_ALL(f16, F16, 2)
+JA_RMSNORM_ALL(f16, F16, 4)
+JA_RMSNORM_ALL(f16, F16, 8)
+JA_RMSNORM_ALL(f32, F32, 1)
+JA_RMSNORM_ALL(f32, F32, 2)
+JA_RMSNORM_ALL(f32, F32, 4)
+JA_RMSNORM_DGAMMA(bf16, BF16)
+JA_RMSNORM_DGAMMA(f16, F16)
+JA_RMSNORM_DGAMMA(f32, F32)

@@ -1,0 +1,42 @@
+# test_code_object: the ELF/AMDGPU-metadata reader and the kernarg check
+# (include/jax_aiter/runtime/{code_object,kernarg_check}.hpp).
+#
+# Included from tests/cpp/CMakeLists.txt. Expects: target jax_aiter::jax_aiter, GTest found,
+# JAX_AITER_CLANG (clang++-22 or empty), JAX_AITER_LLVM_READELF (llvm-readelf-22 or empty).
+# Without clang the real-object tests skip (saying why); the hand-built-object and kernarg-check
+# tests run everywhere. The code object reader needs msgpack-cxx headers (Debian
+# libmsgpack-cxx-dev; header-only, used without Boost).
+
+find_path(JAX_AITER_MSGPACK_INCLUDE_DIR msgpack.hpp)
+if(NOT JAX_AITER_MSGPACK_INCLUDE_DIR)
+  message(WARNING "test_code_object not built: msgpack-cxx headers not found "
+                  "(apt-get install libmsgpack-cxx-dev)")
+else()
+  add_executable(test_code_object ${CMAKE_CURRENT_LIST_DIR}/test_code_object.cpp)
+  target_include_directories(test_code_object SYSTEM PRIVATE ${JAX_AITER_MSGPACK_INCLUDE_DIR})
+  target_link_libraries(test_code_object PRIVATE jax_aiter::jax_aiter GTest::gtest_main)
+
+  set(_jax_aiter_probe_co "")
+  if(JAX_AITER_CLANG)
+    # A small gfx950 code object whose metadata the test compares with llvm-readelf's.
+    # -fhip-kernel-arg-name makes clang record each argument's .name.
+    set(_jax_aiter_probe_src ${CMAKE_CURRENT_LIST_DIR}/data/kernarg_probe.hip)
+    set(_jax_aiter_probe_co ${CMAKE_CURRENT_BINARY_DIR}/kernarg_probe_gfx950.co)
+    add_custom_command(
+      OUTPUT ${_jax_aiter_probe_co}
+      COMMAND ${JAX_AITER_CLANG} -x hip --offload-arch=gfx950 --offload-device-only
+              --no-gpu-bundle-output -nogpuinc -nogpulib -mcode-object-version=5 -fuse-cuid=none
+              -fhip-kernel-arg-name -O3 -o ${_jax_aiter_probe_co} ${_jax_aiter_probe_src}
+      DEPENDS ${_jax_aiter_probe_src}
+      COMMENT "Compiling kernarg_probe.hip for gfx950"
+      VERBATIM)
+    add_custom_target(test_code_object_probe DEPENDS ${_jax_aiter_probe_co})
+    add_dependencies(test_code_object test_code_object_probe)
+  endif()
+
+  target_compile_definitions(test_code_object PRIVATE
+    JAX_AITER_TEST_PROBE_CO="${_jax_aiter_probe_co}"
+    JAX_AITER_TEST_LLVM_READELF="${JAX_AITER_LLVM_READELF}")
+
+  add_test(NAME test_code_object COMMAND test_code_object)
+endif()

@@ -1,0 +1,198 @@
+// ops/rmsnorm.hpp with no GPU and no XLA: validation messages, and the launch plans checked
+// against rules stated here independently (coverage, block limits, vector width, alignment).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+
+#include "jax_aiter/ops/rmsnorm.hpp"
+
+namespace ja = jax_aiter;
+using ja::DType;
+using ja::ops::Tensor;
+
+namespace {
+
+Tensor tensor(DType t, std::initializer_list<int64_t> dims, uintptr_t address = 0x10000) {
+  Tensor out;
+  out.data = reinterpret_cast<void*>(address);
+  out.dtype = t;
+  out.rank = static_cast<int>(dims.size());
+  int i = 0;
+  for (int64_t d : dims) out.dims[i++] = d;
+  return out;
+}
+
+ja::Target target_for(ja::Arch arch) {
+  return {arch == ja::Arch::kSm90 ? ja::BackendKind::kCuda : ja::BackendKind::kHip, arch, 132};
+}
+
+ja::ops::RmsNorm::Params fwd_params(DType t, int64_t rows, int64_t n, uintptr_t align = 256) {
+  ja::ops::RmsNorm::Params p;
+  p.x = tensor(t, {rows, n}, 0x100000);
+  p.gamma = tensor(t, {n}, 0x200000 + (align % 256));
+  p.y = tensor(t, {rows, n}, 0x300000);
+  return p;
+}
+
+// Independent statement of what a valid vector width is.
+int expected_vec(DType t, int64_t n, uintptr_t misalign_bytes) {
+  const int max = t == DType::kF32 ? 4 : 8;
+  for (int v = max; v > 1; v /= 2) {
+    if (n % v == 0 && misalign_bytes % (v * ja::size_bytes(t)) == 0) return v;
+  }
+  return 1;
+}
+
+}  // namespace
+
+TEST(RmsNormValidate, AcceptsGoodShapes) {
+  const ja::Target t = target_for(ja::Arch::kGfx950);
+  for (DType d : {DType::kBF16, DType::kF16, DType::kF32}) {
+    EXPECT_TRUE(ja::ops::RmsNorm::validate(fwd_params(d, 3, 4095), t).ok());
+  }
+}
+
+TEST(RmsNormValidate, NamesTheOperand) {
+  const ja::Target t = target_for(ja::Arch::kGfx942);
+  auto p = fwd_params(DType::kBF16, 4, 4096);
+  p.gamma.dims[0] = 4095;
+  auto st = ja::ops::RmsNorm::validate(p, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), ja::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "aiter.rms_norm: operand gamma: expected bf16[4096] (n and dtype from x), got "
+            "bf16[4095]");
+
+  p = fwd_params(DType::kBF16, 4, 16);
+  p.x.dtype = DType::kI32;
+  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("operand x: expected dtype"),
+            std::string::npos);
+
+  p = fwd_params(DType::kBF16, 0, 16);
+  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("at least one row"), std::string::npos);
+
+  p = fwd_params(DType::kF16, 2, 16);
+  p.epsilon = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("attribute epsilon"), std::string::npos);
+  p.epsilon = -1.f;
+  EXPECT_FALSE(ja::ops::RmsNorm::validate(p, t).ok());
+
+  p = fwd_params(DType::kF16, 2, 16);
+  p.y.dtype = DType::kF32;
+  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("operand y: expected f16[2,16] (like x)"),
+            std::string::npos);
+}
+
+TEST(RmsNormValidate, FusedChecksResidual) {
+  ja::ops::RmsNormWithAdd::Params p;
+  p.x = tensor(DType::kBF16, {2, 8});
+  p.gamma = tensor(DType::kBF16, {8});
+  p.y = tensor(DType::kBF16, {2, 8});
+  p.residual = tensor(DType::kBF16, {2, 7});
+  p.residual_out = tensor(DType::kBF16, {2, 8});
+  auto st = ja::ops::RmsNormWithAdd::validate(p, target_for(ja::Arch::kGfx950));
+  EXPECT_NE(st.message().find("aiter.rms_norm_with_add: operand residual"), std::string::npos);
+}
+
+TEST(RmsNormValidate, BackwardWorkspace) {
+  ja::ops::RmsNormBwd::Params p;
+  p.dy = tensor(DType::kF32, {600, 64});
+  p.x = tensor(DType::kF32, {600, 64});
+  p.gamma = tensor(DType::kF32, {64});
+  p.dx = tensor(DType::kF32, {600, 64});
+  p.dgamma = tensor(DType::kF32, {64});
+  // 600 rows fold onto 512 slots: 512 * 64 floats.
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(600, 64), 512 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(3, 64), 3 * 64 * 4);
+  p.workspace = tensor(DType::kU8, {512 * 64 * 4 - 1});
+  auto st = ja::ops::RmsNormBwd::validate(p, target_for(ja::Arch::kSm90));
+  EXPECT_NE(st.message().find("operand workspace: expected at least 131072 bytes"),
+            std::string::npos)
+      << st.message();
+  p.workspace = tensor(DType::kU8, {512 * 64 * 4});
+  EXPECT_TRUE(ja::ops::RmsNormBwd::validate(p, target_for(ja::Arch::kSm90)).ok());
+}
+
+// The plan covers every row, respects the kernels' block caps and the warp rules, and picks the
+// widest legal vector; over a grid of shapes, dtypes, archs and alignments.
+TEST(RmsNormPlan, ForwardRules) {
+  for (ja::Arch arch : {ja::Arch::kGfx942, ja::Arch::kGfx950, ja::Arch::kSm90}) {
+    const ja::Target t = target_for(arch);
+    const int warp = ja::warp_size(arch);
+    for (DType d : {DType::kBF16, DType::kF16, DType::kF32}) {
+      for (int64_t n : {1, 2, 7, 64, 100, 3584, 4095, 4096, 5120, 8192, 16384, 32768, 65536}) {
+        for (int64_t rows : {1, 3, 1000}) {
+          for (uintptr_t mis : {uintptr_t{0}, uintptr_t{2}, uintptr_t{4}, uintptr_t{8}}) {
+            auto p = fwd_params(d, rows, n, mis);
+            ASSERT_TRUE(ja::ops::RmsNorm::validate(p, t).ok());
+            const auto plan = ja::ops::RmsNorm::plan(p, t);
+            ASSERT_EQ(plan.launches.count, 1u);
+            const auto& l = plan.launches.launches[0];
+            const auto a = l.args.unpack<ja::kernels::RmsNormFwdArgs>();
+            const int vec = expected_vec(d, n, mis);
+            const auto& info = ja::kernels::RmsNormModule::kKernels[l.kernel];
+            EXPECT_EQ(info.symbol, std::string("jax_aiter_rmsnorm_fwd_") +
+                                       std::string(ja::name(d)) + "_v" + std::to_string(vec));
+            EXPECT_EQ(l.block.x, static_cast<uint32_t>(a.threads_per_row * a.rows_per_block));
+            EXPECT_LE(l.block.x, 512u);
+            EXPECT_EQ(l.block.x % warp, 0u) << "n=" << n;
+            // Shuffles reduce a row within a warp; past a warp, one row per block (shared memory).
+            if (a.threads_per_row <= warp) {
+              EXPECT_TRUE(std::has_single_bit(static_cast<unsigned>(a.threads_per_row)));
+            } else {
+              EXPECT_EQ(a.threads_per_row % warp, 0);
+              EXPECT_EQ(a.rows_per_block, 1);
+            }
+            EXPECT_GE(int64_t{l.grid.x} * a.rows_per_block, rows);
+            EXPECT_LT(int64_t{l.grid.x - 1} * a.rows_per_block, rows);  // no empty blocks
+            EXPECT_EQ(a.rows, rows);
+            EXPECT_EQ(a.n, n);
+            EXPECT_EQ(a.residual, nullptr);
+            EXPECT_EQ(a.x, p.x.data);
+            EXPECT_EQ(a.gamma, p.gamma.data);
+            EXPECT_EQ(a.y, p.y.data);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RmsNormPlan, BackwardRules) {
+  for (ja::Arch arch : {ja::Arch::kGfx950, ja::Arch::kSm90}) {
+    const ja::Target t = target_for(arch);
+    for (int64_t rows : {1, 7, 512, 513, 5000}) {
+      for (int64_t n : {1, 8, 4096, 4095, 16384}) {
+        ja::ops::RmsNormWithAddBwd::Params p;
+        p.dy = tensor(DType::kBF16, {rows, n}, 0x100000);
+        p.x = tensor(DType::kBF16, {rows, n}, 0x200000);
+        p.gamma = tensor(DType::kBF16, {n}, 0x300000);
+        p.dresidual = tensor(DType::kBF16, {rows, n}, 0x400000);
+        p.dx = tensor(DType::kBF16, {rows, n}, 0x500000);
+        p.dgamma = tensor(DType::kBF16, {n}, 0x600000);
+        p.workspace = tensor(DType::kU8, {ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)}, 0x700010);
+        ASSERT_TRUE(ja::ops::RmsNormWithAddBwd::validate(p, t).ok());
+        const auto plan = ja::ops::RmsNormWithAddBwd::plan(p, t);
+        ASSERT_EQ(plan.launches.count, 2u);
+        const auto& main = plan.launches.launches[0];
+        const auto a = main.args.unpack<ja::kernels::RmsNormBwdArgs>();
+        EXPECT_EQ(a.slots, std::min<int64_t>(rows, 512));
+        EXPECT_GE(int64_t{main.grid.x} * a.rows_per_block, a.slots);
+        EXPECT_LE(main.block.x, 256u);
+        EXPECT_EQ(a.dresidual, p.dresidual.data);
+        // The workspace is only 16-byte aligned here: at most 4 floats per access.
+        const auto& info = ja::kernels::RmsNormModule::kKernels[main.kernel];
+        EXPECT_EQ(info.symbol.substr(0, 27), "jax_aiter_rmsnorm_bwd_bf16_");
+        if (n % 8 == 0) {
+          EXPECT_EQ(info.symbol.back(), '4');
+        }
+        const auto& red = plan.launches.launches[1];
+        const auto r = red.args.unpack<ja::kernels::RmsNormDgammaArgs>();
+        EXPECT_EQ(r.slots, a.slots);
+        EXPECT_EQ(r.partial, a.dgamma_partial);
+        EXPECT_GE(int64_t{red.grid.x} * red.block.x, n);
+      }
+    }
+  }
+}
