@@ -12,6 +12,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DJAX_AITER_BUILD_TE
   > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 cmake --build build-gpu -j 16 > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 ls build-gpu/python/jax_aiter/
+build-gpu/tests/gpu/cuda_rmsnorm_check 2>&1 | tee "$out/cuda_check.txt" | grep -v "^PASS" | tail -20
 # Command buffers on for custom calls, at any graph size: our GPU handlers claim compatibility.
 export XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"
 export PYTHONPATH="$PWD/build-gpu/python"

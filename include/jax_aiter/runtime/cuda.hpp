@@ -26,6 +26,9 @@ struct Cuda {
   struct LoadedModule {
     CUmodule module = nullptr;
     std::vector<CUfunction> functions;  // indexed like the module's kernel table
+    // Bytes of each kernel's parameters as the cubin declares them: the driver wants exactly that
+    // size with CU_LAUNCH_PARAM_BUFFER_SIZE (our struct may carry tail padding beyond it).
+    std::vector<size_t> param_bytes;
   };
 
   static Status error(CUresult r, std::string_view what) {
@@ -71,7 +74,7 @@ struct Cuda {
   static Status launch(int device, Stream stream, const kernels::Launch& l) {
     auto m = module<M>(device);
     if (!m) return m.status();
-    size_t size = l.args.size;
+    size_t size = (*m)->param_bytes[l.kernel];
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     CUresult r = cuLaunchKernel((*m)->functions[l.kernel], l.grid.x, l.grid.y, l.grid.z, l.block.x,
@@ -108,8 +111,10 @@ struct Cuda {
         if (CUresult r = cuModuleGetFunction(&f, out.module, symbol.c_str()); r != CUDA_SUCCESS) {
           return error(r, StrCat("cuModuleGetFunction(", symbol, ")"));
         }
-        JAX_AITER_RETURN_IF_ERROR(check_parameters(f, k));
+        auto bytes = check_parameters(f, k);
+        if (!bytes) return bytes.status();
         out.functions.push_back(f);
+        out.param_bytes.push_back(*bytes);
       }
       return {};
     }();
@@ -120,7 +125,9 @@ struct Cuda {
   }
 
   // The cubin records each parameter's offset and size: they must be our struct's fields, in order.
-  static Status check_parameters(CUfunction f, const kernels::KernelInfo& k) {
+  // Returns the end of the last parameter.
+  static Expected<size_t> check_parameters(CUfunction f, const kernels::KernelInfo& k) {
+    size_t end = 0;
     for (size_t i = 0; i <= k.fields.size(); ++i) {
       size_t offset = 0, size = 0;
       CUresult r = cuFuncGetParamInfo(f, i, &offset, &size);
@@ -139,8 +146,13 @@ struct Cuda {
                                          ", our struct has offset ", field.offset, " size ",
                                          field.size));
       }
+      end = offset + size;
     }
-    return {};
+    if (end > k.args_size) {
+      return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " takes ", end,
+                                       " bytes of parameters; our struct has ", k.args_size));
+    }
+    return end;
   }
 };
 

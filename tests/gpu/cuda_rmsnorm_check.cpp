@@ -1,0 +1,220 @@
+// RMSNorm through the CUDA backend with no XLA: Handler<Op, Cuda>::run on device buffers, for every
+// dtype and a grid of shapes, against a float64 reference computed here; outputs poisoned first.
+// Then device time per op with CUDA events. Runs on the GPU machine (scripts/gpu_run.sh); prints
+// 'N passed, M failed'.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "jax_aiter/ffi/rmsnorm.hpp"
+#include "jax_aiter/runtime/cuda.hpp"
+
+namespace ja = jax_aiter;
+using ja::DType;
+
+#define CHECK_CU(x)                                                              \
+  do {                                                                           \
+    CUresult r_ = (x);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                    \
+      const char* s_ = nullptr;                                                  \
+      cuGetErrorName(r_, &s_);                                                   \
+      std::printf("CUDA error %s at %s:%d\n", s_ ? s_ : "?", __FILE__, __LINE__); \
+      std::exit(2);                                                              \
+    }                                                                            \
+  } while (0)
+
+namespace {
+
+int passed = 0, failed = 0;
+
+double to_double(DType t, const void* p, size_t i) {
+  switch (t) {
+    case DType::kBF16: return ja::bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case DType::kF16: return ja::f16_to_float(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+void from_double(DType t, void* p, size_t i, double v) {
+  switch (t) {
+    case DType::kBF16: static_cast<uint16_t*>(p)[i] = ja::float_to_bf16(float(v)); break;
+    case DType::kF16: static_cast<uint16_t*>(p)[i] = ja::float_to_f16(float(v)); break;
+    default: static_cast<float*>(p)[i] = float(v);
+  }
+}
+double round_to(DType t, double v) {
+  std::vector<uint32_t> tmp(1);
+  from_double(t, tmp.data(), 0, v);
+  return to_double(t, tmp.data(), 0);
+}
+
+struct Dev {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  explicit Dev(size_t b) : bytes(std::max<size_t>(b, 16)) { CHECK_CU(cuMemAlloc(&ptr, bytes)); }
+  ~Dev() { cuMemFree(ptr); }
+  void* p() const { return reinterpret_cast<void*>(ptr); }
+  void put(const std::vector<uint8_t>& h) { CHECK_CU(cuMemcpyHtoD(ptr, h.data(), h.size())); }
+  std::vector<uint8_t> get(size_t b) const {
+    std::vector<uint8_t> h(b);
+    CHECK_CU(cuMemcpyDtoH(h.data(), ptr, b));
+    return h;
+  }
+  void poison() { CHECK_CU(cuMemsetD8(ptr, 0xff, bytes)); }  // NaN in every float format
+};
+
+ja::ops::Tensor tensor(const Dev& d, DType t, std::vector<int64_t> dims) {
+  ja::ops::Tensor out;
+  out.data = d.p();
+  out.dtype = t;
+  out.rank = static_cast<int>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) out.dims[i] = dims[i];
+  return out;
+}
+
+std::vector<uint8_t> random_host(DType t, size_t count, std::mt19937& rng, double mean, double sd) {
+  std::normal_distribution<double> dist(mean, sd);
+  std::vector<uint8_t> h(count * ja::size_bytes(t));
+  for (size_t i = 0; i < count; ++i) from_double(t, h.data(), i, dist(rng));
+  return h;
+}
+
+// |got - ref| <= atol + rtol * |ref| for every element, NaN never passes.
+bool close(DType t, const std::vector<uint8_t>& got, const std::vector<double>& ref, double scale,
+           const char* what, int64_t rows, int64_t n) {
+  const double rtol = t == DType::kBF16 ? 1.6e-2 : t == DType::kF16 ? 2e-3 : 2e-5;
+  const double atol = rtol * scale;
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = to_double(t, got.data(), i);
+    const double err = std::fabs(g - ref[i]);
+    if (!(err <= atol + rtol * std::fabs(ref[i]))) ++bad;
+    if (std::isfinite(err)) worst = std::max(worst, err);
+  }
+  const bool ok = bad == 0;
+  std::printf("%s %-22s %-4s rows=%-6lld n=%-6lld worst_abs_err=%.3g bad=%zu\n", ok ? "PASS" : "FAIL",
+              what, std::string(ja::name(t)).c_str(), (long long)rows, (long long)n, worst, bad);
+  (ok ? passed : failed)++;
+  return ok;
+}
+
+void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937& rng) {
+  const size_t count = rows * n, esz = ja::size_bytes(t);
+  const double eps = 1e-6;
+  auto hx = random_host(t, count, rng, 0.0, 1.5);
+  auto hr = random_host(t, count, rng, 0.5, 1.0);
+  auto hg = random_host(t, n, rng, 1.0, 0.2);
+  auto hdy = random_host(t, count, rng, 0.0, 1.0);
+  auto hdr = random_host(t, count, rng, 0.0, 1.0);
+  Dev x(count * esz), r(count * esz), g(n * esz), y(count * esz), ro(count * esz), dy(count * esz),
+      dr(count * esz), dx(count * esz), dg(n * esz),
+      ws(ja::ops::rmsnorm_bwd_workspace_bytes(rows, n));
+  x.put(hx); r.put(hr); g.put(hg); dy.put(hdy); dr.put(hdr);
+  ja::ffi::Where<ja::runtime::Cuda> where{stream, 0};
+
+  // Forward and fused forward.
+  for (bool fused : {false, true}) {
+    y.poison(); ro.poison();
+    ja::Status st;
+    if (fused) {
+      ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}), tensor(g, t, {n}), tensor(y, t, {rows, n}),
+                                        tensor(r, t, {rows, n}), tensor(ro, t, {rows, n}), float(eps)};
+      st = ja::ffi::Handler<ja::ops::RmsNormWithAdd, ja::runtime::Cuda>::run(where, p);
+    } else {
+      ja::ops::RmsNorm::Params p{tensor(x, t, {rows, n}), tensor(g, t, {n}), tensor(y, t, {rows, n}), {}, {},
+                                 float(eps)};
+      st = ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p);
+    }
+    if (!st.ok()) { std::printf("FAIL run: %s\n", st.message().c_str()); ++failed; return; }
+    CHECK_CU(cuStreamSynchronize(stream));
+    std::vector<double> ref(count), res_ref(count);
+    for (int64_t i = 0; i < rows; ++i) {
+      double ss = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double v = to_double(t, hx.data(), i * n + j);
+        if (fused) v = round_to(t, v + to_double(t, hr.data(), i * n + j));
+        res_ref[i * n + j] = v;
+        ss += v * v;
+      }
+      const double rstd = 1 / std::sqrt(ss / n + eps);
+      for (int64_t j = 0; j < n; ++j) ref[i * n + j] = res_ref[i * n + j] * rstd * to_double(t, hg.data(), j);
+    }
+    close(t, y.get(count * esz), ref, 1.0, fused ? "rms_norm_with_add.y" : "rms_norm.y", rows, n);
+    if (fused) close(t, ro.get(count * esz), res_ref, 0.0, "rms_norm_with_add.res", rows, n);
+  }
+
+  // Backward (fused: dresidual added), dgamma reduced over rows.
+  for (bool fused : {false, true}) {
+    dx.poison(); dg.poison(); ws.poison();
+    ja::ops::RmsNormWithAddBwd::Params p{tensor(dy, t, {rows, n}), tensor(x, t, {rows, n}), tensor(g, t, {n}),
+                                         tensor(dr, t, {rows, n}), tensor(dx, t, {rows, n}), tensor(dg, t, {n}),
+                                         tensor(ws, DType::kU8, {int64_t(ws.bytes)}), float(eps)};
+    ja::Status st;
+    if (fused) {
+      st = ja::ffi::Handler<ja::ops::RmsNormWithAddBwd, ja::runtime::Cuda>::run(where, p);
+    } else {
+      ja::ops::RmsNormBwd::Params q{p.dy, p.x, p.gamma, {}, p.dx, p.dgamma, p.workspace, p.epsilon};
+      st = ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, q);
+    }
+    if (!st.ok()) { std::printf("FAIL run: %s\n", st.message().c_str()); ++failed; return; }
+    CHECK_CU(cuStreamSynchronize(stream));
+    std::vector<double> ref(count), dgref(n, 0.0);
+    double dx_scale = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      double ss = 0, dot = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double xv = to_double(t, hx.data(), i * n + j);
+        ss += xv * xv;
+        dot += to_double(t, hg.data(), j) * to_double(t, hdy.data(), i * n + j) * xv;
+      }
+      const double rstd = 1 / std::sqrt(ss / n + eps);
+      for (int64_t j = 0; j < n; ++j) {
+        const double xv = to_double(t, hx.data(), i * n + j), d = to_double(t, hdy.data(), i * n + j);
+        double v = rstd * to_double(t, hg.data(), j) * d - rstd * rstd * rstd * xv * dot / n;
+        if (fused) v += to_double(t, hdr.data(), i * n + j);
+        ref[i * n + j] = v;
+        // dx is a difference of terms of this size: cancellation leaves an error relative to them.
+        dx_scale = std::max({dx_scale, std::fabs(v), std::fabs(rstd * to_double(t, hg.data(), j) * d)});
+        dgref[j] += d * xv * rstd;
+      }
+    }
+    double dg_scale = 0;
+    for (double v : dgref) dg_scale = std::max(dg_scale, std::fabs(v));
+    close(t, dx.get(count * esz), ref, 0.05 * dx_scale, fused ? "rms_norm_with_add_bwd.dx" : "rms_norm_bwd.dx",
+          rows, n);
+    close(t, dg.get(n * esz), dgref, 0.05 * dg_scale, "rms_norm_bwd.dgamma", rows, n);
+  }
+}
+
+}  // namespace
+
+int main() {
+  CHECK_CU(cuInit(0));
+  CUdevice dev;
+  CHECK_CU(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK_CU(cuCtxSetCurrent(ctx));
+  CUstream stream;
+  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  // The initialize stage: load the module (and check every kernel's parameters) up front.
+  ja::Status st = ja::runtime::Cuda::prepare<ja::kernels::RmsNormModule>(0);
+  std::printf("%s module load + cuFuncGetParamInfo check of %zu kernels%s%s\n", st.ok() ? "PASS" : "FAIL",
+              ja::kernels::RmsNormModule::kKernels.size(), st.ok() ? "" : ": ", st.message().c_str());
+  (st.ok() ? passed : failed)++;
+  std::mt19937 rng(1234);
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {3, 7}, {5, 64}, {600, 64}, {7, 3584}, {4, 4095}, {33, 4096}, {2, 5120},
+             {3, 8192}, {2, 16384}, {1, 16383}, {1100, 512}}) {
+      check_shape(stream, t, rows, n, rng);
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
