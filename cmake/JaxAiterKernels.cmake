@@ -28,6 +28,8 @@ function(jax_aiter_compile_portable out_var op arch)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/jax_aiter_kernels")
   file(MAKE_DIRECTORY "${dir}")
   set(deps "${src}" "${JAX_AITER_KERNELS_DIR}/include/jax_aiter_device.hpp")
+  # One rule per output and directory, however many targets embed it.
+  get_directory_property(done JAX_AITER_COMPILED_KERNELS)
   if(arch MATCHES "^gfx")
     if(NOT JAX_AITER_CLANG)
       message(STATUS "jax_aiter: clang++-22 not found: no ${arch} code object for ${op}")
@@ -35,6 +37,11 @@ function(jax_aiter_compile_portable out_var op arch)
       return()
     endif()
     set(out "${dir}/${op}.${arch}.co")
+    if(out IN_LIST done)
+      set(${out_var} "${out}" PARENT_SCOPE)
+      return()
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
     add_custom_command(
       OUTPUT "${out}"
       COMMAND "${JAX_AITER_CLANG}" -x hip --offload-arch=${arch} --offload-device-only
@@ -51,6 +58,11 @@ function(jax_aiter_compile_portable out_var op arch)
       return()
     endif()
     set(out "${dir}/${op}.${arch}.cubin")
+    if(out IN_LIST done)
+      set(${out_var} "${out}" PARENT_SCOPE)
+      return()
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
     add_custom_command(
       OUTPUT "${out}"
       COMMAND "${JAX_AITER_NVCC}" -cubin -arch=sm_90 -O3 -std=c++17 -x cu

@@ -54,43 +54,40 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   const P* gv = static_cast<const P*>(gamma);
   P* yv = static_cast<P*>(y) + base;
 
-  // Loads vector i of the row (adding and storing the residual first when fused), as floats.
-  auto load_row = [&](int i, float (&out)[VEC]) {
+  // Vector i of the row as stored (after the residual add, which is stored first when fused).
+  auto load_row = [&](int i) -> P {
     const P a = xv[i];
-    if (rv) {
-      const P b = rv[i];
-      P sum;
-      for (int k = 0; k < VEC; ++k) sum.v[k] = E::store(E::load(a.v[k]) + E::load(b.v[k]));
-      rov[i] = sum;  // the stored residual is what gets normalised
-      for (int k = 0; k < VEC; ++k) out[k] = E::load(sum.v[k]);
-    } else {
-      for (int k = 0; k < VEC; ++k) out[k] = E::load(a.v[k]);
-    }
+    if (!rv) return a;
+    const P b = rv[i];
+    P sum;
+    for (int k = 0; k < VEC; ++k) sum.v[k] = E::store(E::load(a.v[k]) + E::load(b.v[k]));
+    rov[i] = sum;  // the stored residual is what gets normalised
+    return sum;
   };
-  auto store_row = [&](int i, const float (&in)[VEC], float r) {
+  auto sum_squares = [](const P& a, float& acc) {
+    for (int k = 0; k < VEC; ++k) acc += E::load(a.v[k]) * E::load(a.v[k]);
+  };
+  auto store_row = [&](int i, const P& a, float r) {
     const P g = gv[i];
     P o;
-    for (int k = 0; k < VEC; ++k) o.v[k] = E::store(in[k] * r * E::load(g.v[k]));
+    for (int k = 0; k < VEC; ++k) o.v[k] = E::store(E::load(a.v[k]) * r * E::load(g.v[k]));
     yv[i] = o;
   };
 
+  // Rows that fit stay in registers as stored (half the registers of floats for 16-bit types).
   const bool cached = nvec <= tpr * kChunks;
-  float xs[kChunks][VEC];
+  P xs[kChunks];
   float acc[1] = {0.f};
   if (cached) {
     for (int c = 0; c < kChunks; ++c) {
       const int i = c * tpr + lane;
       if (active && i < nvec) {
-        load_row(i, xs[c]);
-        for (int k = 0; k < VEC; ++k) acc[0] += xs[c][k] * xs[c][k];
+        xs[c] = load_row(i);
+        sum_squares(xs[c], acc[0]);
       }
     }
   } else if (active) {
-    for (int i = lane; i < nvec; i += tpr) {
-      float t[VEC];
-      load_row(i, t);
-      for (int k = 0; k < VEC; ++k) acc[0] += t[k] * t[k];
-    }
+    for (int i = lane; i < nvec; i += tpr) sum_squares(load_row(i), acc[0]);
   }
   row_sum(acc, tpr, smem);
   if (!active) return;
@@ -102,12 +99,7 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
     }
   } else {
     const P* src = rov ? rov : xv;  // this thread wrote these residual_out vectors itself
-    for (int i = lane; i < nvec; i += tpr) {
-      const P a = src[i];
-      float t[VEC];
-      for (int k = 0; k < VEC; ++k) t[k] = E::load(a.v[k]);
-      store_row(i, t, r);
-    }
+    for (int i = lane; i < nvec; i += tpr) store_row(i, src[i], r);
   }
 }
 
@@ -151,35 +143,36 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     const P* drv = dresidual ? static_cast<const P*>(dresidual) + base : nullptr;
     P* dxv = static_cast<P*>(dx) + base;
 
-    float xs[kChunks][VEC], gdy[kChunks][VEC];
+    // Rows that fit stay in registers as stored; gamma is re-read (it is in L1) when needed.
+    P xs[kChunks], dys[kChunks];
     float acc[2] = {0.f, 0.f};  // sum x^2, sum g*dy*x
-    auto load = [&](int i, float (&xo)[VEC], float (&go)[VEC]) {
-      const P a = xv[i], d = dyv[i], g = gv[i];
+    auto accumulate = [&](int i, const P& a, const P& d) {
+      const P g = gv[i];
       for (int k = 0; k < VEC; ++k) {
-        xo[k] = E::load(a.v[k]);
-        go[k] = E::load(g.v[k]) * E::load(d.v[k]);
-        acc[0] += xo[k] * xo[k];
-        acc[1] += go[k] * xo[k];
+        const float xk = E::load(a.v[k]);
+        acc[0] += xk * xk;
+        acc[1] += E::load(g.v[k]) * E::load(d.v[k]) * xk;
       }
     };
     if (cached) {
       for (int c = 0; c < kChunks; ++c) {
         const int i = c * tpr + lane;
-        if (active && i < nvec) load(i, xs[c], gdy[c]);
+        if (active && i < nvec) {
+          xs[c] = xv[i];
+          dys[c] = dyv[i];
+          accumulate(i, xs[c], dys[c]);
+        }
       }
     } else if (active) {
-      for (int i = lane; i < nvec; i += tpr) {
-        float a[VEC], b[VEC];
-        load(i, a, b);
-      }
+      for (int i = lane; i < nvec; i += tpr) accumulate(i, xv[i], dyv[i]);
     }
     row_sum(acc, tpr, smem);
     if (!active) continue;
     const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
     const float coef = r * r * r * acc[1] / static_cast<float>(n);
     // Writes dx for vector i and adds this row's dgamma term into dgo.
-    auto emit = [&](int i, const float (&xo)[VEC], const float (&go)[VEC], float (&dgo)[VEC]) {
-      const P d = dyv[i];
+    auto emit = [&](int i, const P& a, const P& d, float (&dgo)[VEC]) {
+      const P g = gv[i];
       P o;
       float extra[VEC];
       if (drv) {
@@ -189,26 +182,21 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
         for (int k = 0; k < VEC; ++k) extra[k] = 0.f;
       }
       for (int k = 0; k < VEC; ++k) {
-        o.v[k] = E::store(r * go[k] - coef * xo[k] + extra[k]);
-        dgo[k] += E::load(d.v[k]) * xo[k] * r;
+        const float xk = E::load(a.v[k]), dk = E::load(d.v[k]);
+        o.v[k] = E::store(r * E::load(g.v[k]) * dk - coef * xk + extra[k]);
+        dgo[k] += dk * xk * r;
       }
       dxv[i] = o;
     };
     if (cached) {
       for (int c = 0; c < kChunks; ++c) {
         const int i = c * tpr + lane;
-        if (i < nvec) emit(i, xs[c], gdy[c], dg[c]);
+        if (i < nvec) emit(i, xs[c], dys[c], dg[c]);
       }
     } else {
       for (int i = lane; i < nvec; i += tpr) {
-        float a[VEC], b[VEC];
-        const P xa = xv[i], d = dyv[i], g = gv[i];
-        for (int k = 0; k < VEC; ++k) {
-          a[k] = E::load(xa.v[k]);
-          b[k] = E::load(g.v[k]) * E::load(d.v[k]);
-        }
         PF acc_i = part[i];
-        emit(i, a, b, acc_i.v);
+        emit(i, xv[i], dyv[i], acc_i.v);
         part[i] = acc_i;  // only this thread touches these columns of this slot
       }
     }
@@ -225,14 +213,27 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   }
 }
 
-// dgamma[j] = sum over slots s (in order) of partial[s, j]: deterministic, no atomics.
+// dgamma[j] = sum over slots of partial[s, j], in a fixed order: no atomics, so every run gives
+// the same bits. A block takes 32 columns; its 8 warps (4 wavefronts on AMD) each sum every 8th
+// slot (coalesced 128-byte rows), then one thread per column adds the 8 lane sums in order.
 template <typename E>
 JA_DEVICE void rmsnorm_dgamma(const float* partial, void* dgamma, int slots, int n) {
-  const int j = block_id() * 256 + thread_id();
-  if (j >= n) return;
+  constexpr int kCols = 32, kLanes = 8;
+  JA_SHARED float smem[kLanes][kCols + 1];
+  const int c = thread_id() % kCols;
+  const int lane = thread_id() / kCols;
+  const int j = block_id() * kCols + c;
   float s = 0.f;
-  for (int r = 0; r < slots; ++r) s += partial[static_cast<int64_t>(r) * n + j];
-  static_cast<typename E::Storage*>(dgamma)[j] = E::store(s);
+  if (j < n) {
+    for (int r = lane; r < slots; r += kLanes) s += partial[static_cast<int64_t>(r) * n + j];
+  }
+  smem[lane][c] = s;
+  barrier();
+  if (lane == 0 && j < n) {
+    float t = 0.f;
+    for (int k = 0; k < kLanes; ++k) t += smem[k][c];
+    static_cast<typename E::Storage*>(dgamma)[j] = E::store(t);
+  }
 }
 
 }  // namespace ja

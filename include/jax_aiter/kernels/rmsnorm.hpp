@@ -86,7 +86,8 @@ struct RmsNormKernelFacts {
   static constexpr int kChunks = 4;             // vectors a thread keeps in registers per row
   static constexpr int kMaxThreadsFwd = 512;    // __launch_bounds__ of the forward kernels
   static constexpr int kMaxThreadsBwd = 256;    // and of the backward kernels
-  static constexpr int kDgammaBlock = 256;      // threads (columns) per block of the reduction
+  static constexpr int kDgammaBlock = 256;      // threads per block of the dgamma reduction
+  static constexpr int kDgammaColumns = 32;     // columns per block of the dgamma reduction
 };
 
 // Vector widths built per dtype: 16-byte accesses at most.

@@ -103,10 +103,11 @@ void rmsnorm_bwd(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
 }
 
 template <DType T>
-void rmsnorm_dgamma(const KernelArgs& packed, Dim3 grid, Dim3 block) {
+void rmsnorm_dgamma(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
   using E = Elem<T>;
   const auto a = packed.unpack<RmsNormDgammaArgs>();
-  const int64_t cols = std::min<int64_t>(a.n, int64_t{grid.x} * block.x);
+  const int64_t cols =
+      std::min<int64_t>(a.n, int64_t{grid.x} * RmsNormKernelFacts::kDgammaColumns);
   auto* out = static_cast<typename E::Storage*>(a.dgamma);
   for (int64_t j = 0; j < cols; ++j) {
     float s = 0.f;

@@ -59,9 +59,12 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int max_threads, int warp
   return l;
 }
 
-// Partial dgamma rows: rows fold onto at most this many slots, so the workspace stays small and
-// its size depends on the shape alone (Python sizes it at trace time, before any device is known).
-inline constexpr int64_t kRmsNormMaxSlots = 512;
+// Partial dgamma rows: rows fold onto at most this many slots (a slot is a group of threads that
+// walks rows slot, slot + slots, ... and keeps its dgamma terms in registers). Enough slots make
+// many waves of blocks, so the last wave's tail is small on any GPU; few enough keep the float32
+// workspace a small fraction of the traffic. The size depends on the shape alone: Python sizes
+// the workspace at trace time, before any device is known.
+inline constexpr int64_t kRmsNormMaxSlots = 2048;
 
 constexpr int64_t rmsnorm_bwd_slots(int64_t rows) { return std::min(rows, kRmsNormMaxSlots); }
 
@@ -231,6 +234,7 @@ struct RmsNormBackward {
     kernels::RmsNormDgammaArgs reduce{static_cast<const float*>(p.workspace.data), p.dgamma.data,
                                       static_cast<int32_t>(slots), static_cast<int32_t>(n)};
     constexpr int kReduceBlock = kernels::RmsNormKernelFacts::kDgammaBlock;
+    constexpr int kReduceColumns = kernels::RmsNormKernelFacts::kDgammaColumns;
     Plan plan;
     plan.launches.push({Module::bwd_kernel(p.x.dtype, v),
                         {static_cast<uint32_t>(ceil_div(slots, l.rows_per_block)), 1, 1},
@@ -238,7 +242,7 @@ struct RmsNormBackward {
                         0,
                         kernels::KernelArgs::pack(args)});
     plan.launches.push({Module::dgamma_kernel(p.x.dtype),
-                        {static_cast<uint32_t>(ceil_div(n, kReduceBlock)), 1, 1},
+                        {static_cast<uint32_t>(ceil_div(n, kReduceColumns)), 1, 1},
                         {kReduceBlock, 1, 1},
                         0,
                         kernels::KernelArgs::pack(reduce)});
