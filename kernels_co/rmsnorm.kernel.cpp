@@ -11,7 +11,8 @@
 
 namespace ja {
 
-inline constexpr int kChunks = 4;
+inline constexpr int kChunksFwd = 4;  // vectors per thread kept in registers (forward)
+inline constexpr int kChunksBwd = 4;  // and backward (its dgamma terms)
 
 // Sums K values across the threads_per_row threads of one row; every thread of the block calls it.
 template <int K>
@@ -75,11 +76,11 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   };
 
   // Rows that fit stay in registers as stored (half the registers of floats for 16-bit types).
-  const bool cached = nvec <= tpr * kChunks;
-  P xs[kChunks];
+  const bool cached = nvec <= tpr * kChunksFwd;
+  P xs[kChunksFwd];
   float acc[1] = {0.f};
   if (cached) {
-    for (int c = 0; c < kChunks; ++c) {
+    for (int c = 0; c < kChunksFwd; ++c) {
       const int i = c * tpr + lane;
       if (active && i < nvec) {
         xs[c] = load_row(i);
@@ -93,7 +94,7 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   if (!active) return;
   const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
   if (cached) {
-    for (int c = 0; c < kChunks; ++c) {
+    for (int c = 0; c < kChunksFwd; ++c) {
       const int i = c * tpr + lane;
       if (i < nvec) store_row(i, xs[c], r);
     }
@@ -120,11 +121,11 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   const int nvec = n / VEC;
   const P* gv = static_cast<const P*>(gamma);
   PF* part = reinterpret_cast<PF*>(dgamma_partial) + static_cast<int64_t>(slot_active ? slot : 0) * nvec;
-  const bool cached = nvec <= tpr * kChunks;
+  const bool cached = nvec <= tpr * kChunksBwd;
   const int first_slot = block_id() * rows_per_block;  // the block iterates in lock step
 
-  float dg[kChunks][VEC];
-  for (int c = 0; c < kChunks; ++c)
+  float dg[kChunksBwd][VEC];
+  for (int c = 0; c < kChunksBwd; ++c)
     for (int k = 0; k < VEC; ++k) dg[c][k] = 0.f;
   if (!cached && slot_active) {
     for (int i = lane; i < nvec; i += tpr) {
@@ -143,11 +144,11 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     const P* drv = dresidual ? static_cast<const P*>(dresidual) + base : nullptr;
     P* dxv = static_cast<P*>(dx) + base;
 
-    // Rows that fit stay in registers as stored; gamma is re-read (it is in L1) when needed.
-    P xs[kChunks], dys[kChunks];
+    // Only the dgamma terms live in registers: x and dy are read again for dx (from L2), which
+    // keeps registers per row low and so more rows in flight per multiprocessor.
     float acc[2] = {0.f, 0.f};  // sum x^2, sum g*dy*x
-    auto accumulate = [&](int i, const P& a, const P& d) {
-      const P g = gv[i];
+    auto accumulate = [&](int i) {
+      const P a = xv[i], d = dyv[i], g = gv[i];
       for (int k = 0; k < VEC; ++k) {
         const float xk = E::load(a.v[k]);
         acc[0] += xk * xk;
@@ -155,16 +156,12 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
       }
     };
     if (cached) {
-      for (int c = 0; c < kChunks; ++c) {
+      for (int c = 0; c < kChunksBwd; ++c) {
         const int i = c * tpr + lane;
-        if (active && i < nvec) {
-          xs[c] = xv[i];
-          dys[c] = dyv[i];
-          accumulate(i, xs[c], dys[c]);
-        }
+        if (active && i < nvec) accumulate(i);
       }
     } else if (active) {
-      for (int i = lane; i < nvec; i += tpr) accumulate(i, xv[i], dyv[i]);
+      for (int i = lane; i < nvec; i += tpr) accumulate(i);
     }
     row_sum(acc, tpr, smem);
     if (!active) continue;
@@ -189,9 +186,9 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
       dxv[i] = o;
     };
     if (cached) {
-      for (int c = 0; c < kChunks; ++c) {
+      for (int c = 0; c < kChunksBwd; ++c) {
         const int i = c * tpr + lane;
-        if (i < nvec) emit(i, xs[c], dys[c], dg[c]);
+        if (i < nvec) emit(i, xv[i], dyv[i], dg[c]);
       }
     } else {
       for (int i = lane; i < nvec; i += tpr) {
@@ -202,7 +199,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     }
   }
   if (cached && slot_active) {
-    for (int c = 0; c < kChunks; ++c) {
+    for (int c = 0; c < kChunksBwd; ++c) {
       const int i = c * tpr + lane;
       if (i < nvec) {
         PF o;

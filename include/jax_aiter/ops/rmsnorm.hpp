@@ -42,10 +42,10 @@ constexpr int rmsnorm_vec(int64_t n, DType dtype, uintptr_t address_bits) {
   return 1;
 }
 
-constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int max_threads, int warp) {
+constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threads, int warp) {
   constexpr int kBlockTarget = 256;
   const int64_t vectors = n / vec;
-  const int64_t needed = ceil_div(vectors, kernels::RmsNormKernelFacts::kChunks);
+  const int64_t needed = ceil_div(vectors, chunks);
   RowLayout l;
   l.vec = vec;
   if (needed <= warp) {
@@ -157,7 +157,8 @@ struct RmsNormForward {
     const int vec = rmsnorm_vec(
         n, p.x.dtype, detail::address_bits({p.x.data, p.gamma.data, p.y.data, residual, residual_out}));
     const RowLayout l =
-        rmsnorm_layout(n, vec, kernels::RmsNormKernelFacts::kMaxThreadsFwd, target.warp());
+        rmsnorm_layout(n, vec, kernels::RmsNormKernelFacts::kChunksFwd,
+                       kernels::RmsNormKernelFacts::kMaxThreadsFwd, target.warp());
     kernels::RmsNormFwdArgs args{p.x.data, residual,  p.gamma.data, p.y.data,
                                  residual_out, static_cast<int32_t>(rows), static_cast<int32_t>(n),
                                  p.epsilon, l.rows_per_block, l.threads_per_row};
@@ -218,7 +219,8 @@ struct RmsNormBackward {
       v /= 2;
     }
     const RowLayout l =
-        rmsnorm_layout(n, v, kernels::RmsNormKernelFacts::kMaxThreadsBwd, target.warp());
+        rmsnorm_layout(n, v, kernels::RmsNormKernelFacts::kChunksBwd,
+                       kernels::RmsNormKernelFacts::kMaxThreadsBwd, target.warp());
     kernels::RmsNormBwdArgs args{p.dy.data,
                                  p.x.data,
                                  p.gamma.data,

@@ -3,7 +3,7 @@
 //   jax_aiter::testing::CallFrame frame;                 // uses fake_api()
 //   frame.arg(XLA_FFI_DataType_F32, {4, 8}, x).ret(XLA_FFI_DataType_F32, {4, 8}, y)
 //        .attr("epsilon", 1e-6f);
-//   CallResult r = jax_aiter::testing::call(my_handler, frame);   // r.ok(), r.code, r.message
+//   auto r = jax_aiter::testing::call(my_handler, frame);   // r.ok(), r.code, r.message
 //
 // The API table fills only what a handler may use (errors, stream, device ordinal); every other
 // entry is null, so a handler that starts using something new crashes loudly here instead of
@@ -52,7 +52,7 @@ inline XLA_FFI_Error* error_create(XLA_FFI_Error_Create_Args* args) {
 }
 
 // Serves XLA_FFI_Error_GetMessage (FFI 0.3) and XLA_FFI_Error_GetDetails (0.4, which adds the
-// code and still accepts the smaller 0.3 struct: write the code only if the caller's struct has it).
+// code and still accepts the smaller 0.3 struct: the code is written only if the struct has it).
 template <typename Args>
 void error_get_details(Args* args) {
   const FakeError* e = as_fake(args->error);
@@ -120,22 +120,24 @@ inline const XLA_FFI_Api* fake_api() {
 
 // The data type XLA uses for a scalar attribute of C++ type T (Python float is F64, int S64).
 template <typename T>
-constexpr XLA_FFI_DataType scalar_dtype() {
-  if constexpr (std::is_same_v<T, bool>) return XLA_FFI_DataType_PRED;
-  else if constexpr (std::is_same_v<T, int8_t>) return XLA_FFI_DataType_S8;
-  else if constexpr (std::is_same_v<T, int16_t>) return XLA_FFI_DataType_S16;
-  else if constexpr (std::is_same_v<T, int32_t>) return XLA_FFI_DataType_S32;
-  else if constexpr (std::is_same_v<T, int64_t>) return XLA_FFI_DataType_S64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return XLA_FFI_DataType_U8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return XLA_FFI_DataType_U16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return XLA_FFI_DataType_U32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return XLA_FFI_DataType_U64;
-  else if constexpr (std::is_same_v<T, float>) return XLA_FFI_DataType_F32;
-  else if constexpr (std::is_same_v<T, double>) return XLA_FFI_DataType_F64;
-  else if constexpr (std::is_same_v<T, std::complex<float>>) return XLA_FFI_DataType_C64;
-  else if constexpr (std::is_same_v<T, std::complex<double>>) return XLA_FFI_DataType_C128;
-  else static_assert(sizeof(T) == 0, "no XLA scalar type for T: use CallFrame::scalar_attr");
-}
+inline constexpr XLA_FFI_DataType kScalarDType = XLA_FFI_DataType_INVALID;
+// clang-format off
+template <> inline constexpr XLA_FFI_DataType kScalarDType<bool> = XLA_FFI_DataType_PRED;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<int8_t> = XLA_FFI_DataType_S8;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<int16_t> = XLA_FFI_DataType_S16;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<int32_t> = XLA_FFI_DataType_S32;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<int64_t> = XLA_FFI_DataType_S64;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<uint8_t> = XLA_FFI_DataType_U8;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<uint16_t> = XLA_FFI_DataType_U16;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<uint32_t> = XLA_FFI_DataType_U32;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<uint64_t> = XLA_FFI_DataType_U64;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<float> = XLA_FFI_DataType_F32;
+template <> inline constexpr XLA_FFI_DataType kScalarDType<double> = XLA_FFI_DataType_F64;
+// clang-format on
+template <>
+inline constexpr XLA_FFI_DataType kScalarDType<std::complex<float>> = XLA_FFI_DataType_C64;
+template <>
+inline constexpr XLA_FFI_DataType kScalarDType<std::complex<double>> = XLA_FFI_DataType_C128;
 
 // Builds an XLA_FFI_CallFrame the way XLA lays one out. Buffers are described, not owned: the
 // data pointers must outlive the calls. get() returns a frame valid until the builder changes.
@@ -169,8 +171,10 @@ class CallFrame {
   // A scalar attribute; one of the same name is replaced (XLA never sends duplicates).
   template <typename T>
   CallFrame& attr(std::string_view name, T value) {
+    static_assert(kScalarDType<T> != XLA_FFI_DataType_INVALID,
+                  "no XLA scalar type for T: use scalar_attr (or string_attr)");
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(Attr::value));
-    return scalar_attr(name, scalar_dtype<T>(), &value, sizeof(T));
+    return scalar_attr(name, kScalarDType<T>, &value, sizeof(T));
   }
   // A scalar of any XLA type given as its bytes (e.g. an F16 or BF16 attribute).
   CallFrame& scalar_attr(std::string_view name, XLA_FFI_DataType dtype, const void* bytes,
@@ -301,8 +305,8 @@ class CallFrame {
                    arg_types_.data(), arg_ptrs_.data()};
     frame_.rets = {XLA_FFI_Rets_STRUCT_SIZE, nullptr, static_cast<int64_t>(rets_.size()),
                    ret_types_.data(), ret_ptrs_.data()};
-    frame_.attrs = {XLA_FFI_Attrs_STRUCT_SIZE, nullptr, static_cast<int64_t>(n),
-                    attr_types_.data(), name_ptrs_.data(), attr_ptrs_.data()};
+    frame_.attrs = {XLA_FFI_Attrs_STRUCT_SIZE, nullptr,           static_cast<int64_t>(n),
+                    attr_types_.data(),        name_ptrs_.data(), attr_ptrs_.data()};
     frame_.future = nullptr;
     dirty_ = false;
   }
