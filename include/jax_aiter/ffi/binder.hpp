@@ -59,7 +59,7 @@ struct Handler {
             return run(where, *params);
           });
         });
-    return handler->Call(frame);
+    return name_decoding_error(frame, handler->Call(frame));
   }
 
   static XLA_FFI_Error* initialize(XLA_FFI_CallFrame* frame) {
@@ -72,14 +72,32 @@ struct Handler {
             return Backend::template prepare<Module>(where.device);
           });
         });
-    return handler->Call(frame);
+    return name_decoding_error(frame, handler->Call(frame));
   }
 
   static constexpr XLA_FFI_Handler_Bundle bundle() {
-    return XLA_FFI_Handler_Bundle{nullptr, nullptr, &initialize, &execute};
+    // Designated: FFI 0.4 appends members to the bundle.
+    return XLA_FFI_Handler_Bundle{.instantiate = nullptr, .prepare = nullptr,
+                                  .initialize = &initialize, .execute = &execute};
   }
 
  private:
+  // XLA's own decoder reports bad operands without saying which op; our errors already start with
+  // the op's name. On the error path only: prefix the others.
+  static XLA_FFI_Error* name_decoding_error(XLA_FFI_CallFrame* frame, XLA_FFI_Error* err) {
+    if (err == nullptr) return nullptr;
+    const std::string message = xffi::internal::GetErrorMessage(frame->api, err);
+    if (message.rfind(Op::kName, 0) == 0) return err;
+    xffi::internal::DestroyError(frame->api, err);
+    const std::string named = StrCat(Op::kName, ": ", message);
+    XLA_FFI_Error_Create_Args args;
+    args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
+    args.extension_start = nullptr;
+    args.message = named.c_str();
+    args.errc = XLA_FFI_Error_Code_INVALID_ARGUMENT;  // what XLA's decoder reports
+    return frame->api->XLA_FFI_Error_Create(&args);
+  }
+
   template <typename Binding, typename Fn>
   static auto* bind_with_traits(Binding&& binding, Fn fn) {
     if constexpr (Backend::kCommandBufferCompatible) {
@@ -89,10 +107,13 @@ struct Handler {
     }
   }
 
+  // Runs body, names the op in any error it returns, and turns exceptions into errors.
   template <typename Body>
   static xffi::Error guarded(Body&& body) noexcept {
     try {
-      return to_error(body());
+      const Status st = body();
+      if (st.ok() || st.message().rfind(Op::kName, 0) == 0) return to_error(st);
+      return to_error(Status(st.code(), StrCat(Op::kName, ": ", st.message())));
     } catch (const std::exception& e) {
       return xffi::Error(xffi::ErrorCode::kInternal,
                          StrCat(Op::kName, ": internal error: ", e.what()));
@@ -119,5 +140,7 @@ struct Handler {
     return ::jax_aiter::ffi::Handler<Op, Backend>::initialize(frame);                         \
   }                                                                                           \
   static const ::jax_aiter::ffi::HandlerRegistrar fn##_jax_aiter_registrar{                   \
-      Op::kName, Backend::kKind, XLA_FFI_Handler_Bundle{nullptr, nullptr, &fn##_initialize, &fn}, \
+      Op::kName, Backend::kKind,                                                              \
+      XLA_FFI_Handler_Bundle{.instantiate = nullptr, .prepare = nullptr,                      \
+                             .initialize = &fn##_initialize, .execute = &fn},                 \
       ::jax_aiter::ffi::Handler<Op, Backend>::kTraits}

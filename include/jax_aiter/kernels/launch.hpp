@@ -35,19 +35,18 @@ struct KernelInfo {
   std::span<const ArgField> fields;  // named fields of that struct, for the metadata check
 };
 
-// Packed kernel arguments, fixed capacity so a launch never allocates.
+// Packed kernel arguments, fixed capacity so a launch never allocates. Only the first `size` bytes
+// mean anything, so the buffer is not zeroed (that was most of a handler's host cost).
 struct KernelArgs {
-  alignas(16) std::array<std::byte, kMaxKernargBytes> bytes{};
+  alignas(16) std::array<std::byte, kMaxKernargBytes> bytes;
   uint32_t size = 0;
 
   template <typename Abi>
-  static KernelArgs pack(const Abi& abi) {
+  void set(const Abi& abi) {
     static_assert(std::is_trivially_copyable_v<Abi>, "kernel argument structs are plain bytes");
     static_assert(sizeof(Abi) <= kMaxKernargBytes, "raise kMaxKernargBytes");
-    KernelArgs out;
-    std::memcpy(out.bytes.data(), &abi, sizeof(Abi));
-    out.size = sizeof(Abi);
-    return out;
+    std::memcpy(bytes.data(), &abi, sizeof(Abi));
+    size = sizeof(Abi);
   }
 
   template <typename Abi>
@@ -69,10 +68,19 @@ struct Launch {
 // A plan's launches, in order, on one stream; fixed capacity.
 template <size_t Capacity>
 struct LaunchSequence {
-  std::array<Launch, Capacity> launches{};
+  std::array<Launch, Capacity> launches;
   size_t count = 0;
 
-  void push(const Launch& l) { launches[count++] = l; }
+  // Appends a launch, packing its arguments in place (no copy of the argument buffer).
+  template <typename Abi>
+  void add(uint16_t kernel, Dim3 grid, Dim3 block, const Abi& args, uint32_t shared_bytes = 0) {
+    Launch& l = launches[count++];
+    l.kernel = kernel;
+    l.grid = grid;
+    l.block = block;
+    l.shared_bytes = shared_bytes;
+    l.args.set(args);
+  }
   std::span<const Launch> view() const { return {launches.data(), count}; }
 };
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -99,11 +100,11 @@ inline Status check_input(std::string_view op, std::string_view operand, const T
 }
 
 inline Status check_gamma(std::string_view op, std::string_view operand, const Tensor& gamma,
-                          const Tensor& x) {
+                          const Tensor& x, std::string_view x_name = "x") {
   if (gamma.rank != 1 || gamma.dims[0] != x.last() || gamma.dtype != x.dtype) {
     return operand_error(op, operand,
-                         StrCat("expected ", name(x.dtype), "[", x.last(),
-                                "] (n and dtype from x), got ", describe(gamma)));
+                         StrCat("expected ", name(x.dtype), "[", x.last(), "] (n and dtype from ",
+                                x_name, "), got ", describe(gamma)));
   }
   if (gamma.data == nullptr) return operand_error(op, operand, "null data pointer");
   return {};
@@ -111,8 +112,9 @@ inline Status check_gamma(std::string_view op, std::string_view operand, const T
 
 inline Status check_epsilon(std::string_view op, float epsilon) {
   if (!std::isfinite(epsilon) || epsilon < 0.f) {
-    return InvalidArgument(StrCat(op, ": attribute epsilon: expected a finite value >= 0, got ",
-                                  std::to_string(epsilon)));
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", static_cast<double>(epsilon));
+    return InvalidArgument(StrCat(op, ": attribute epsilon: expected a finite value >= 0, got ", got));
   }
   return {};
 }
@@ -163,11 +165,9 @@ struct RmsNormForward {
                                  residual_out, static_cast<int32_t>(rows), static_cast<int32_t>(n),
                                  p.epsilon, l.rows_per_block, l.threads_per_row};
     Plan plan;
-    plan.launches.push({Module::fwd_kernel(p.x.dtype, vec),
-                        {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
-                        {static_cast<uint32_t>(l.block_threads()), 1, 1},
-                        0,
-                        kernels::KernelArgs::pack(args)});
+    plan.launches.add(Module::fwd_kernel(p.x.dtype, vec),
+                      {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
+                      {static_cast<uint32_t>(l.block_threads()), 1, 1}, args);
     return plan;
   }
 };
@@ -187,15 +187,18 @@ struct RmsNormBackward {
     float epsilon = 1e-6f;
   };
 
+  // The fused backward's x is the forward's residual_out: errors use the name the caller knows.
+  static constexpr std::string_view kXName = kFused ? "residual_out" : "x";
+
   static Status validate(const Params& p, const Target& /*target*/) {
-    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, "x", p.x));
-    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dy", p.dy, p.x, "x"));
-    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, kXName, p.x));
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dy", p.dy, p.x, kXName));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x, kXName));
     JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
     if constexpr (kFused) {
-      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dresidual", p.dresidual, p.x, "x"));
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dresidual", p.dresidual, p.x, kXName));
     }
-    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dx", p.dx, p.x, "x"));
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dx", p.dx, p.x, kXName));
     JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dgamma", p.dgamma, p.gamma, "gamma"));
     const int64_t n = p.x.last();
     const int64_t need = rmsnorm_bwd_workspace_bytes(p.x.elements() / n, n);
@@ -238,16 +241,12 @@ struct RmsNormBackward {
     constexpr int kReduceBlock = kernels::RmsNormKernelFacts::kDgammaBlock;
     constexpr int kReduceColumns = kernels::RmsNormKernelFacts::kDgammaColumns;
     Plan plan;
-    plan.launches.push({Module::bwd_kernel(p.x.dtype, v),
-                        {static_cast<uint32_t>(ceil_div(slots, l.rows_per_block)), 1, 1},
-                        {static_cast<uint32_t>(l.block_threads()), 1, 1},
-                        0,
-                        kernels::KernelArgs::pack(args)});
-    plan.launches.push({Module::dgamma_kernel(p.x.dtype),
-                        {static_cast<uint32_t>(ceil_div(n, kReduceColumns)), 1, 1},
-                        {kReduceBlock, 1, 1},
-                        0,
-                        kernels::KernelArgs::pack(reduce)});
+    plan.launches.add(Module::bwd_kernel(p.x.dtype, v),
+                      {static_cast<uint32_t>(ceil_div(slots, l.rows_per_block)), 1, 1},
+                      {static_cast<uint32_t>(l.block_threads()), 1, 1}, args);
+    plan.launches.add(Module::dgamma_kernel(p.x.dtype),
+                      {static_cast<uint32_t>(ceil_div(n, kReduceColumns)), 1, 1},
+                      {kReduceBlock, 1, 1}, reduce);
     return plan;
   }
 };

@@ -1,0 +1,334 @@
+// Host-side cost of one FFI handler call, and proof that the execute path does not allocate.
+//
+//   BM_NoopHandler              decode + validate + plan + pack + dispatch of an op whose one
+//                               kernel (a Host twin) does nothing: the binder's whole overhead
+//   BM_RmsNormDecodeValidatePlan  the real RmsNorm's share of that: FfiSpec::params, validate, plan
+//   BM_RmsNormHandler, BM_RmsNormBwdHandler  the real handlers on the Host backend, small shapes
+//                               (the Host kernel twin's work included)
+//
+// Every benchmark also reports allocs_per_call, counted through a replaced global operator new
+// over a fixed number of calls outside the timed loop. Any allocation makes the benchmark report
+// an error and the program exit 1 (the ctest test bench_handler_allocs relies on that).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/ffi/binder.hpp"
+#include "jax_aiter/ffi/rmsnorm.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/rmsnorm_host.hpp"
+#include "jax_aiter/ops/rmsnorm.hpp"
+#include "jax_aiter/ops/tensor.hpp"
+#include "jax_aiter/runtime/host.hpp"
+#include "jax_aiter/testing/fake_ffi.hpp"
+
+// ---- counting allocator --------------------------------------------------------------------
+
+namespace {
+std::atomic<uint64_t> g_allocs{0};
+
+void* counted_alloc(std::size_t size) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size ? size : 1);
+}
+void* counted_aligned_alloc(std::size_t size, std::align_val_t align) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  void* p = nullptr;
+  const std::size_t a = std::max(static_cast<std::size_t>(align), sizeof(void*));
+  return posix_memalign(&p, a, size ? size : 1) == 0 ? p : nullptr;
+}
+void* or_throw(void* p) {
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+// The replacements pair malloc with free; GCC, seeing operator new's result reach free() once
+// delete is inlined, would call that a mismatch.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) { return or_throw(counted_alloc(n)); }
+void* operator new[](std::size_t n) { return or_throw(counted_alloc(n)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return or_throw(counted_aligned_alloc(n, a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return or_throw(counted_aligned_alloc(n, a));
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_aligned_alloc(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_aligned_alloc(n, a);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace ja = jax_aiter;
+namespace fake = jax_aiter::testing;
+
+// ---- a no-op op: the binder's overhead with nothing behind it ------------------------------
+
+namespace bench {
+
+struct NoopArgs {
+  const void* x;
+  void* y;
+  int32_t n;
+  float scale;
+};
+
+inline constexpr std::array kNoopFields{
+    JAX_AITER_ARG_FIELD(NoopArgs, x), JAX_AITER_ARG_FIELD(NoopArgs, y),
+    JAX_AITER_ARG_FIELD(NoopArgs, n), JAX_AITER_ARG_FIELD(NoopArgs, scale)};
+
+struct NoopModule {
+  static constexpr std::string_view kName = "bench_noop";
+  static constexpr std::array<ja::kernels::KernelInfo, 1> kKernels{
+      {{"bench_noop", sizeof(NoopArgs), kNoopFields}}};
+};
+
+// The twin does nothing but keep its arguments observable.
+inline void noop_twin(const ja::kernels::KernelArgs& args, ja::kernels::Dim3, ja::kernels::Dim3) {
+  benchmark::DoNotOptimize(args.size);
+}
+
+struct NoopOp {
+  static constexpr std::string_view kName = "bench.noop";
+  using Module = NoopModule;
+
+  struct Params {
+    ja::ops::Tensor x, y;
+    float scale = 1.f;
+  };
+  struct Plan {
+    ja::kernels::LaunchSequence<1> launches;
+  };
+
+  static ja::Status validate(const Params& p, const ja::Target& /*target*/) {
+    if (p.x.dtype != ja::DType::kF32 || p.x.rank < 1) {
+      return ja::ops::operand_error(kName, "x", "expected f32[..., n]");
+    }
+    return ja::ops::expect_like(kName, "y", p.y, p.x, "x");
+  }
+
+  static Plan plan(const Params& p, const ja::Target& /*target*/) {
+    const int64_t n = p.x.elements();
+    Plan plan;
+    plan.launches.add(0, {static_cast<uint32_t>(ja::ceil_div(n, 256)), 1, 1}, {256, 1, 1},
+                      NoopArgs{p.x.data, p.y.data, static_cast<int32_t>(n), p.scale});
+    return plan;
+  }
+};
+
+}  // namespace bench
+
+template <>
+struct jax_aiter::runtime::HostTwins<bench::NoopModule> {
+  static constexpr std::array<HostTwin, 1> kTwins{&bench::noop_twin};
+};
+
+template <>
+struct jax_aiter::ffi::FfiSpec<bench::NoopOp> {
+  using Op = bench::NoopOp;
+  static auto bind(auto b) {
+    return std::move(b).template Arg<AnyBuffer>().template Ret<AnyBuffer>().template Attr<float>(
+        "scale");
+  }
+  static Expected<Op::Params> params(AnyBuffer x, Result<AnyBuffer> y, float scale) {
+    Op::Params p;
+    JAX_AITER_RETURN_IF_ERROR(decode_into(p.x, Op::kName, "x", x));
+    JAX_AITER_RETURN_IF_ERROR(decode_into(p.y, Op::kName, "y", *y));
+    p.scale = scale;
+    return p;
+  }
+};
+
+JAX_AITER_DEFINE_HANDLER(bench_noop_cpu, bench::NoopOp, jax_aiter::runtime::Host);
+JAX_AITER_DEFINE_HANDLER(bench_rms_norm_cpu, jax_aiter::ops::RmsNorm, jax_aiter::runtime::Host);
+JAX_AITER_DEFINE_HANDLER(bench_rms_norm_bwd_cpu, jax_aiter::ops::RmsNormBwd,
+                         jax_aiter::runtime::Host);
+
+// ---- measuring -------------------------------------------------------------------------------
+
+namespace {
+
+bool g_failed = false;
+constexpr int kCountedCalls = 1000;
+
+// Counts heap allocations over kCountedCalls calls (after one warm-up call, which builds XLA's
+// handler object once per process), then times the calls. `body` returns false on failure.
+template <typename Body>
+void measure(benchmark::State& state, Body body) {
+  if (!body()) {
+    g_failed = true;
+    state.SkipWithError("the call failed");
+    return;
+  }
+  const uint64_t before = g_allocs.load();
+  for (int i = 0; i < kCountedCalls; ++i) body();
+  const uint64_t allocs = g_allocs.load() - before;
+
+  bool ok = true;
+  for (auto _ : state) ok &= body();
+
+  state.counters["allocs_per_call"] = static_cast<double>(allocs) / kCountedCalls;
+  if (!ok) {
+    g_failed = true;
+    state.SkipWithError("a call failed");
+  } else if (allocs != 0) {
+    g_failed = true;
+    const std::string what = "heap allocation on the execute path: allocs_per_call=" +
+                             std::to_string(static_cast<double>(allocs) / kCountedCalls);
+    state.SkipWithError(what.c_str());
+  }
+}
+
+// A call frame and the f32 buffers (all ones) its operands point to.
+struct Frame {
+  std::vector<std::vector<float>> storage;
+  fake::CallFrame frame;
+
+  float* buffer(size_t elements) {
+    storage.emplace_back(elements, 1.0f);
+    return storage.back().data();
+  }
+};
+
+bool call_ok(XLA_FFI_Handler* handler, XLA_FFI_CallFrame* frame) {
+  XLA_FFI_Error* err = handler(frame);
+  if (err == nullptr) return true;
+  const fake::CallResult r = fake::take(frame->api, err);
+  std::fprintf(stderr, "handler failed: %s\n", r.message.c_str());
+  return false;
+}
+
+void BM_NoopHandler(benchmark::State& state) {
+  Frame f;
+  f.storage.reserve(2);
+  f.frame.arg(XLA_FFI_DataType_F32, {8, 1024}, f.buffer(8 * 1024))
+      .ret(XLA_FFI_DataType_F32, {8, 1024}, f.buffer(8 * 1024))
+      .attr("scale", 1.0f);
+  XLA_FFI_CallFrame* frame = f.frame.get();
+  measure(state, [&] { return call_ok(bench_noop_cpu, frame); });
+}
+BENCHMARK(BM_NoopHandler);
+
+// The real op's decode + validate + plan, from the XLA buffers a frame would carry.
+void BM_RmsNormDecodeValidatePlan(benchmark::State& state) {
+  const int64_t rows = state.range(0), n = state.range(1);
+  std::vector<float> x(rows * n, 1.0f), gamma(n, 1.0f), y(rows * n);
+  int64_t dims[2] = {rows, n};
+  int64_t gdims[1] = {n};
+  auto buffer = [](void* data, int64_t* d, int64_t rank) {
+    XLA_FFI_Buffer b{};
+    b.struct_size = XLA_FFI_Buffer_STRUCT_SIZE;
+    b.dtype = XLA_FFI_DataType_F32;
+    b.data = data;
+    b.rank = rank;
+    b.dims = d;
+    return b;
+  };
+  XLA_FFI_Buffer bx = buffer(x.data(), dims, 2), bg = buffer(gamma.data(), gdims, 1),
+                 by = buffer(y.data(), dims, 2);
+  using Op = ja::ops::RmsNorm;
+  using Spec = ja::ffi::FfiSpec<Op>;
+  const ja::Target target{ja::BackendKind::kHost, ja::Arch::kHost, 1};
+  measure(state, [&] {
+    auto params =
+        Spec::params(xla::ffi::AnyBuffer(&bx), xla::ffi::AnyBuffer(&bg),
+                     xla::ffi::Result<xla::ffi::AnyBuffer>(xla::ffi::AnyBuffer(&by)), 1e-6f);
+    if (!params || !Op::validate(*params, target).ok()) return false;
+    const Op::Plan plan = Op::plan(*params, target);
+    benchmark::DoNotOptimize(plan.launches.count);
+    return true;
+  });
+}
+BENCHMARK(BM_RmsNormDecodeValidatePlan)->Args({1, 64})->Args({600, 4096});
+
+void BM_RmsNormHandler(benchmark::State& state) {
+  const int64_t rows = state.range(0), n = state.range(1);
+  Frame f;
+  f.storage.reserve(3);
+  f.frame.arg(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
+      .arg(XLA_FFI_DataType_F32, {n}, f.buffer(n))
+      .ret(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
+      .attr("epsilon", 1e-6f);
+  XLA_FFI_CallFrame* frame = f.frame.get();
+  measure(state, [&] { return call_ok(bench_rms_norm_cpu, frame); });
+}
+BENCHMARK(BM_RmsNormHandler)->Args({1, 8})->Args({1, 64});
+
+void BM_RmsNormBwdHandler(benchmark::State& state) {
+  const int64_t rows = state.range(0), n = state.range(1);
+  const int64_t ws = ja::ops::rmsnorm_bwd_workspace_bytes(rows, n) / 4;
+  Frame f;
+  f.storage.reserve(6);
+  f.frame.arg(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
+      .arg(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
+      .arg(XLA_FFI_DataType_F32, {n}, f.buffer(n))
+      .ret(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
+      .ret(XLA_FFI_DataType_F32, {n}, f.buffer(n))
+      .ret(XLA_FFI_DataType_F32, {ws}, f.buffer(ws))
+      .attr("epsilon", 1e-6f);
+  XLA_FFI_CallFrame* frame = f.frame.get();
+  measure(state, [&] { return call_ok(bench_rms_norm_bwd_cpu, frame); });
+}
+BENCHMARK(BM_RmsNormBwdHandler)->Args({1, 8});
+
+}  // namespace
+
+// The counter must see what a handler allocates, or a 0 above proves nothing: the error path
+// (a message string, an XLA_FFI_Error) allocates, so a failing call must count.
+bool counter_sees_handler_allocations() {
+  std::vector<float> x(8);
+  fake::CallFrame bad;
+  bad.arg(XLA_FFI_DataType_F32, {8}, x.data()).ret(XLA_FFI_DataType_F32, {7}, x.data());
+  bad.attr("scale", 1.0f);
+  XLA_FFI_CallFrame* frame = bad.get();
+  const uint64_t before = g_allocs.load();
+  XLA_FFI_Error* err = bench_noop_cpu(frame);
+  const uint64_t allocs = g_allocs.load() - before;
+  const bool failed = fake::take(frame->api, err).code == XLA_FFI_Error_Code_INVALID_ARGUMENT;
+  return failed && allocs > 0;
+}
+
+int main(int argc, char** argv) {
+  if (!counter_sees_handler_allocations()) {
+    std::fprintf(stderr,
+                 "bench_handler: the allocation counter does not see handler allocations\n");
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (g_failed) {
+    std::fprintf(stderr, "bench_handler: FAILED (a handler call failed or allocated; see above)\n");
+    return 1;
+  }
+  return 0;
+}
