@@ -11,8 +11,8 @@
 
 namespace ja {
 
-inline constexpr int kChunksFwd = 4;  // vectors per thread kept in registers (forward)
-inline constexpr int kChunksBwd = 4;  // and backward (its dgamma terms)
+inline constexpr int kChunksFwd = 2;  // vectors per thread kept in registers (forward)
+inline constexpr int kChunksBwd = 2;  // and backward (its dgamma terms)
 
 // Sums K values across the threads_per_row threads of one row; every thread of the block calls it.
 template <int K>
@@ -236,14 +236,14 @@ JA_DEVICE void rmsnorm_dgamma(const float* partial, void* dgamma, int slots, int
 }  // namespace ja
 
 #define JA_RMSNORM_FWD(tag, E, VEC)                                                               \
-  JA_KERNEL_BOUNDED(512) void jax_aiter_rmsnorm_fwd_##tag##_v##VEC(                                             \
+  JA_KERNEL_BOUNDED(1024) void jax_aiter_rmsnorm_fwd_##tag##_v##VEC(                                             \
       const void* x, const void* residual, const void* gamma, void* y, void* residual_out,        \
       int rows, int n, float epsilon, int rows_per_block, int threads_per_row) {                   \
     ja::rmsnorm_fwd<ja::E, VEC>(x, residual, gamma, y, residual_out, rows, n, epsilon,             \
                                 rows_per_block, threads_per_row);                                  \
   }
 #define JA_RMSNORM_BWD(tag, E, VEC)                                                               \
-  JA_KERNEL_BOUNDED(256) void jax_aiter_rmsnorm_bwd_##tag##_v##VEC(                                             \
+  JA_KERNEL_BOUNDED(512) void jax_aiter_rmsnorm_bwd_##tag##_v##VEC(                                             \
       const void* dy, const void* x, const void* gamma, const void* dresidual, void* dx,           \
       float* dgamma_partial, int rows, int n, float epsilon, int rows_per_block,                   \
       int threads_per_row, int slots) {                                                            \

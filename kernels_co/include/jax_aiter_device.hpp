@@ -5,6 +5,7 @@
 
 #if defined(__CUDACC__)
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@ JA_DEVICE float bits_to_float(uint32_t u) { return __uint_as_float(u); }
 JA_DEVICE uint32_t float_to_bits(float f) { return __float_as_uint(f); }
 JA_DEVICE float half_to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 JA_DEVICE uint16_t float_to_half(float f) { return __half_as_ushort(__float2half_rn(f)); }
+// sm_90 converts to bf16 in one instruction (round to nearest even, NaN kept).
+#define JA_HAVE_NATIVE_BF16 1
+JA_DEVICE uint16_t float_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
 }  // namespace ja
 
 #elif defined(__HIP__)
@@ -72,6 +76,9 @@ struct BF16 {
   using Storage = uint16_t;
   static JA_DEVICE float load(Storage s) { return bits_to_float(static_cast<uint32_t>(s) << 16); }
   static JA_DEVICE Storage store(float f) {
+#if defined(JA_HAVE_NATIVE_BF16)
+    return float_to_bf16(f);
+#endif
     const uint32_t u = float_to_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<Storage>((u >> 16) | 0x40u);  // NaN
     return static_cast<Storage>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest, ties even

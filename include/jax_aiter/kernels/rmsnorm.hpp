@@ -83,10 +83,10 @@ inline constexpr std::array kRmsNormDgammaFields{
 
 // Facts of the kernels, kept in step with kernels_co/rmsnorm.kernel.cpp.
 struct RmsNormKernelFacts {
-  static constexpr int kChunksFwd = 4;          // vectors a thread keeps in registers per row
-  static constexpr int kChunksBwd = 4;          // (backward: dgamma terms per vector)
-  static constexpr int kMaxThreadsFwd = 512;    // __launch_bounds__ of the forward kernels
-  static constexpr int kMaxThreadsBwd = 256;    // and of the backward kernels
+  static constexpr int kChunksFwd = 2;          // vectors a thread keeps in registers per row
+  static constexpr int kChunksBwd = 2;          // (backward: dgamma terms per vector)
+  static constexpr int kMaxThreadsFwd = 1024;   // __launch_bounds__ of the forward kernels
+  static constexpr int kMaxThreadsBwd = 512;    // and of the backward kernels
   static constexpr int kDgammaBlock = 256;      // threads per block of the dgamma reduction
   static constexpr int kDgammaColumns = 32;     // columns per block of the dgamma reduction
 };
