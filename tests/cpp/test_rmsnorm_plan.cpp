@@ -102,9 +102,11 @@ TEST(RmsNormValidate, BackwardWorkspace) {
   p.gamma = tensor(DType::kF32, {64});
   p.dx = tensor(DType::kF32, {600, 64});
   p.dgamma = tensor(DType::kF32, {64});
-  // 600 rows: one slot each; 5000 rows fold onto 2048 slots.
+  // Up to 1024 rows: one slot each; then 16 rows a slot, between 1024 and 2048 slots.
   EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(600, 64), 600 * 64 * 4);
-  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(5000, 64), 2048 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(5000, 64), 1024 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(16384 * 2, 64), 2048 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(1 << 20, 64), 2048 * 64 * 4);
   EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(3, 64), 3 * 64 * 4);
   p.workspace = tensor(DType::kU8, {600 * 64 * 4 - 1});
   auto st = ja::ops::RmsNormBwd::validate(p, target_for(ja::Arch::kSm90));
@@ -163,7 +165,7 @@ TEST(RmsNormPlan, ForwardRules) {
 TEST(RmsNormPlan, BackwardRules) {
   for (ja::Arch arch : {ja::Arch::kGfx950, ja::Arch::kSm90}) {
     const ja::Target t = target_for(arch);
-    for (int64_t rows : {1, 7, 2048, 2049, 5000}) {
+    for (int64_t rows : {1, 7, 1024, 1025, 5000, 20000, 40000}) {
       for (int64_t n : {1, 8, 4096, 4095, 16384}) {
         ja::ops::RmsNormWithAddBwd::Params p;
         p.dy = tensor(DType::kBF16, {rows, n}, 0x100000);
@@ -178,7 +180,8 @@ TEST(RmsNormPlan, BackwardRules) {
         ASSERT_EQ(plan.launches.count, 2u);
         const auto& main = plan.launches.launches[0];
         const auto a = main.args.unpack<ja::kernels::RmsNormBwdArgs>();
-        EXPECT_EQ(a.slots, std::min<int64_t>(rows, 2048));
+        const int64_t want_slots = rows <= 1024 ? rows : std::min<int64_t>(std::max<int64_t>(rows / 16, 1024), 2048);
+        EXPECT_EQ(a.slots, want_slots);
         EXPECT_GE(int64_t{main.grid.x} * a.rows_per_block, a.slots);
         EXPECT_LE(main.block.x, uint32_t{ja::kernels::RmsNormKernelFacts::kMaxThreadsBwd});
         EXPECT_EQ(a.dresidual, p.dresidual.data);

@@ -60,14 +60,19 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threa
   return l;
 }
 
-// Partial dgamma rows: rows fold onto at most this many slots (a slot is a group of threads that
-// walks rows slot, slot + slots, ... and keeps its dgamma terms in registers). Enough slots make
-// many waves of blocks, so the last wave's tail is small on any GPU; few enough keep the float32
-// workspace a small fraction of the traffic. The size depends on the shape alone: Python sizes
-// the workspace at trace time, before any device is known.
+// Partial dgamma rows: rows fold onto `slots` (a slot is a group of threads that walks rows
+// slot, slot + slots, ... keeping its dgamma terms in registers). At least 1024 slots make several
+// waves of blocks, so the last wave's tail is small on any GPU; folding 16 rows per slot beyond
+// that keeps the float32 workspace (written once, read once) under a tenth of the traffic. The
+// count depends on the shape alone: Python sizes the workspace at trace time, before any device
+// is known.
+inline constexpr int64_t kRmsNormMinSlots = 1024;
 inline constexpr int64_t kRmsNormMaxSlots = 2048;
+inline constexpr int64_t kRmsNormRowsPerSlot = 16;
 
-constexpr int64_t rmsnorm_bwd_slots(int64_t rows) { return std::min(rows, kRmsNormMaxSlots); }
+constexpr int64_t rmsnorm_bwd_slots(int64_t rows) {
+  return std::min(rows, std::clamp(rows / kRmsNormRowsPerSlot, kRmsNormMinSlots, kRmsNormMaxSlots));
+}
 
 // Bytes of the float32 workspace the backward needs: [slots, n].
 constexpr int64_t rmsnorm_bwd_workspace_bytes(int64_t rows, int64_t n) {
