@@ -1,0 +1,260 @@
+"""RMSNorm and fused add+RMSNorm with custom VJPs, backed by the aiter.* FFI targets.
+
+  y = x * rsqrt(mean(x**2, -1) + epsilon) * gamma              (statistics in float32)
+  rms_norm_with_add: residual_out = x + residual (stored in x's dtype), y = rms_norm(residual_out)
+
+x is ``[..., n]`` (leading dims fold into rows in C++), gamma is ``[n]``, both bf16, f16 or f32 and
+of one dtype. C++ validates operands and reports errors that name the operand (``aiter.rms_norm:
+operand gamma: ...``); they surface unchanged as JAX runtime errors. Python only checks what it
+needs at trace time (x has a last dim; epsilon is a static number).
+
+Transformations:
+  * grad/vjp: ``jax.custom_vjp`` (epsilon is a nondiff static argument); the backward calls
+    ``aiter.rms_norm_bwd`` / ``aiter.rms_norm_with_add_bwd``, whose float32 workspace output (sized
+    at trace time by the C++ ``rms_norm_bwd_workspace_bytes``) is dropped.
+  * vmap of the forward: with gamma unbatched the batch axis simply becomes more rows (one call);
+    with gamma batched each batch element needs its own gamma, so it runs sequentially (a scan).
+  * vmap of the backward: always sequential. Under vmap every batch element owns its dgamma
+    (per-example gradients; JAX sums them afterwards where gamma was unbatched), and one kernel call
+    would reduce dgamma over all rows of all elements.
+  * shard_map with rows sharded and gamma replicated works unchanged: each shard normalises its rows;
+    the dgamma of each shard is psum'd by the transpose of the replicated gamma.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.custom_batching import custom_vmap
+
+from jax_aiter import _ffi
+
+__all__ = ["rms_norm", "rms_norm_with_add"]
+
+
+# ---- raw FFI calls (one custom call each; traced, never executed eagerly by themselves) --------
+#
+# Inside shard_map (check_vma), an operand's type records the mesh axes it varies over. XLA's
+# result types must carry them too, else custom_vjp rejects the backward ("manual axis types do not
+# match"). So operands are first cast to vary over the union of their axes (gamma replicated, rows
+# sharded: gamma becomes varying, a no-op at run time), and results are typed from those operands.
+# Outside shard_map the union is empty and plain ShapeDtypeStructs are used.
+
+
+def _varying(a) -> frozenset:
+    aval = jax.typeof(a)
+    mat = getattr(aval, "mat", None)  # jax 0.10: aval.mat.varying; later: aval.vma
+    return frozenset(mat.varying if mat is not None else getattr(aval, "vma", ()))
+
+
+def _operands(*args):
+    vmas = [_varying(a) for a in args]
+    union = frozenset().union(*vmas)
+    if not union:
+        return args, None
+    args = tuple(a if v == union else jax.lax.pcast(a, tuple(union - v), to="varying")
+                 for a, v in zip(args, vmas))
+    return args, union
+
+
+def _like_primal(ct, primal_varying: frozenset):
+    """A cotangent varies over no more axes than its primal: psum the extra ones (the transpose of
+    the cast in _operands; e.g. the per-shard dgamma of a replicated gamma)."""
+    extra = _varying(ct) - primal_varying
+    return jax.lax.psum(ct, tuple(extra)) if extra else ct
+
+
+def _result(like, union, shape=None, dtype=None):
+    shape = like.shape if shape is None else shape
+    dtype = like.dtype if dtype is None else dtype
+    if union is None:
+        return jax.ShapeDtypeStruct(shape, dtype)
+    return jax.typeof(like).update(shape=shape, dtype=dtype)
+
+
+def _eps_attr(epsilon: float) -> np.float32:
+    return np.float32(epsilon)  # the handlers bind epsilon as F32; a Python float would be F64
+
+
+def _workspace_bytes(x) -> int:
+    n = x.shape[-1]
+    rows = math.prod(x.shape[:-1]) if n else 0
+    return _ffi.rms_norm_bwd_workspace_bytes(rows, n)
+
+
+def _call_fwd(x, gamma, epsilon: float):
+    _ffi.require_platform()
+    (x, gamma), u = _operands(x, gamma)
+    return jax.ffi.ffi_call("aiter.rms_norm", _result(x, u), vmap_method="sequential")(
+        x, gamma, epsilon=_eps_attr(epsilon))
+
+
+def _call_fwd_add(x, residual, gamma, epsilon: float):
+    _ffi.require_platform()
+    (x, residual, gamma), u = _operands(x, residual, gamma)
+    return jax.ffi.ffi_call("aiter.rms_norm_with_add", (_result(x, u), _result(x, u)),
+                            vmap_method="sequential")(x, residual, gamma, epsilon=_eps_attr(epsilon))
+
+
+def _call_bwd(dy, x, gamma, epsilon: float):
+    _ffi.require_platform()
+    (dy, x, gamma), u = _operands(dy, x, gamma)
+    ws = _result(x, u, shape=(_workspace_bytes(x),), dtype=np.uint8)
+    dx, dgamma, _ = jax.ffi.ffi_call(
+        "aiter.rms_norm_bwd", (_result(x, u), _result(gamma, u), ws),
+        vmap_method="sequential")(dy, x, gamma, epsilon=_eps_attr(epsilon))
+    return dx, dgamma
+
+
+def _call_bwd_add(dy, residual_out, gamma, dresidual, epsilon: float):
+    _ffi.require_platform()
+    (dy, residual_out, gamma, dresidual), u = _operands(dy, residual_out, gamma, dresidual)
+    ws = _result(residual_out, u, shape=(_workspace_bytes(residual_out),), dtype=np.uint8)
+    dx, dgamma, _ = jax.ffi.ffi_call(
+        "aiter.rms_norm_with_add_bwd", (_result(residual_out, u), _result(gamma, u), ws),
+        vmap_method="sequential")(dy, residual_out, gamma, dresidual, epsilon=_eps_attr(epsilon))
+    return dx, dgamma
+
+
+# ---- forward with a batching rule ------------------------------------------------------------
+
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class _Static:
+    """A pytree with no leaves: static data that custom_vmap / custom_vjp residuals carry along."""
+    value: object
+
+
+_Eps = _Static  # epsilon, static through custom_vmap
+
+
+def _broadcast(a, batched: bool, axis_size: int):
+    return a if batched else jnp.broadcast_to(a, (axis_size, *a.shape))
+
+
+@custom_vmap
+def _fwd(x, gamma, eps: _Eps):
+    return _call_fwd(x, gamma, eps.value)
+
+
+@_fwd.def_vmap
+def _fwd_vmap(axis_size, in_batched, x, gamma, eps):
+    x_batched, gamma_batched, _ = in_batched
+    if not gamma_batched:  # x is batched: the batch axis (in front) is just more rows
+        return _fwd(x, gamma, eps), True
+    y = jax.vmap(functools.partial(_call_fwd, epsilon=eps.value),
+                 in_axes=(0 if x_batched else None, 0))(x, gamma)
+    return y, True
+
+
+@custom_vmap
+def _fwd_add(x, residual, gamma, eps: _Eps):
+    return _call_fwd_add(x, residual, gamma, eps.value)
+
+
+@_fwd_add.def_vmap
+def _fwd_add_vmap(axis_size, in_batched, x, residual, gamma, eps):
+    x_batched, residual_batched, gamma_batched, _ = in_batched
+    if not gamma_batched:
+        x = _broadcast(x, x_batched, axis_size)
+        residual = _broadcast(residual, residual_batched, axis_size)
+        return _fwd_add(x, residual, gamma, eps), (True, True)
+    outs = jax.vmap(functools.partial(_call_fwd_add, epsilon=eps.value),
+                    in_axes=(0 if x_batched else None, 0 if residual_batched else None, 0))(
+                        x, residual, gamma)
+    return outs, (True, True)
+
+
+# ---- custom VJPs, built once ------------------------------------------------------------------
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _rms_norm(x, gamma, epsilon):
+    return _fwd(x, gamma, _Eps(epsilon))
+
+
+def _rms_norm_vjp_fwd(x, gamma, epsilon):
+    return _fwd(x, gamma, _Eps(epsilon)), (x, gamma)
+
+
+def _rms_norm_vjp_bwd(epsilon, res, dy):
+    x, gamma = res
+    dx, dgamma = _call_bwd(dy, x, gamma, epsilon)
+    return _like_primal(dx, _varying(x)), _like_primal(dgamma, _varying(gamma))
+
+
+_rms_norm.defvjp(_rms_norm_vjp_fwd, _rms_norm_vjp_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _rms_norm_with_add(x, residual, gamma, epsilon):
+    return _fwd_add(x, residual, gamma, _Eps(epsilon))
+
+
+def _rms_norm_with_add_vjp_fwd(x, residual, gamma, epsilon):
+    y, residual_out = _fwd_add(x, residual, gamma, _Eps(epsilon))
+    return (y, residual_out), (residual_out, gamma, _Static((_varying(x), _varying(residual))))
+
+
+def _rms_norm_with_add_vjp_bwd(epsilon, res, cotangents):
+    residual_out, gamma, varying = res
+    x_varying, residual_varying = varying.value
+    dy, dresidual = cotangents
+    dx, dgamma = _call_bwd_add(dy, residual_out, gamma, dresidual, epsilon)
+    # residual_out = x + residual: both inputs get the same gradient. (In shard_map, x and residual
+    # may vary over fewer axes than residual_out; their cotangents are psum'd down accordingly.)
+    return (_like_primal(dx, x_varying), _like_primal(dx, residual_varying),
+            _like_primal(dgamma, _varying(gamma)))
+
+
+_rms_norm_with_add.defvjp(_rms_norm_with_add_vjp_fwd, _rms_norm_with_add_vjp_bwd)
+
+
+# ---- public API --------------------------------------------------------------------------------
+
+def _static_epsilon(op: str, epsilon) -> float:
+    try:
+        return float(epsilon)
+    except (TypeError, jax.errors.ConcretizationTypeError) as e:
+        raise TypeError(f"{op}: attribute epsilon: expected a static Python number, got "
+                        f"{type(epsilon).__name__} (pass it as a static argument under jit)") from e
+
+
+def _check_rank(op: str, operand: str, a) -> None:
+    # The backward sizes its workspace from x.shape[-1] at trace time, before C++ sees anything.
+    if np.ndim(a) < 1:
+        raise ValueError(f"{op}: operand {operand}: expected rank >= 1 ([..., n]), got a scalar")
+
+
+def rms_norm(x, gamma, epsilon: float = 1e-6):
+    """RMSNorm over the last axis: ``x * rsqrt(mean(x**2, -1) + epsilon) * gamma``.
+
+    Args:
+      x: ``[..., n]`` bf16, f16 or f32.
+      gamma: ``[n]``, x's dtype.
+      epsilon: a static number >= 0.
+    Returns:
+      y, like x.
+    """
+    _check_rank("aiter.rms_norm", "x", x)
+    return _rms_norm(x, gamma, _static_epsilon("aiter.rms_norm", epsilon))
+
+
+def rms_norm_with_add(x, residual, gamma, epsilon: float = 1e-6):
+    """Fused ``residual_out = x + residual; y = rms_norm(residual_out, gamma, epsilon)``.
+
+    Args:
+      x, residual: ``[..., n]``, one shape and dtype (bf16, f16 or f32).
+      gamma: ``[n]``, x's dtype.
+      epsilon: a static number >= 0.
+    Returns:
+      ``(y, residual_out)``, both like x; residual_out is the sum rounded to x's dtype, and y
+      normalises that stored value.
+    """
+    _check_rank("aiter.rms_norm_with_add", "x", x)
+    return _rms_norm_with_add(x, residual, gamma,
+                              _static_epsilon("aiter.rms_norm_with_add", epsilon))

@@ -1,0 +1,40 @@
+# The Python package's tests (pytest on tests/python) against the build tree's package:
+# ${PROJECT_BINARY_DIR}/python/jax_aiter holds the .py files and the handler libraries
+# (_jax_aiter_cpu.so, and _jax_aiter_cuda.so / _jax_aiter_rocm.so where built). Included from
+# tests/CMakeLists.txt. Needs a Python with jax, numpy and pytest; without one the test is skipped
+# at configure time with a message rather than failing.
+if(NOT TARGET _jax_aiter_cpu)
+  message(STATUS "jax_aiter: Python tests off (JAX_AITER_BUILD_PYTHON is OFF)")
+  return()
+endif()
+
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(STATUS "jax_aiter: Python tests off (no Python 3 interpreter found)")
+  return()
+endif()
+execute_process(COMMAND "${Python3_EXECUTABLE}" -c "import jax, numpy, pytest"
+                RESULT_VARIABLE _jax_aiter_py_ok OUTPUT_QUIET ERROR_QUIET)
+if(NOT _jax_aiter_py_ok EQUAL 0)
+  message(STATUS "jax_aiter: Python tests off (${Python3_EXECUTABLE} lacks jax, numpy or pytest)")
+  return()
+endif()
+message(STATUS "jax_aiter: Python tests with ${Python3_EXECUTABLE}")
+
+# ctest builds nothing itself: this fixture brings the handler library up to date before pytest
+# loads it (it is part of `all` too, so after a plain build it is a no-op).
+add_test(NAME python_build_handlers
+         COMMAND "${CMAKE_COMMAND}" --build "${CMAKE_BINARY_DIR}" --target _jax_aiter_cpu)
+set_tests_properties(python_build_handlers PROPERTIES FIXTURES_SETUP jax_aiter_python_handlers
+                                                      LABELS python)
+
+add_test(NAME python_tests
+         COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider
+                 "${CMAKE_CURRENT_LIST_DIR}"
+         WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+set_tests_properties(python_tests PROPERTIES
+  ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1"
+  FIXTURES_REQUIRED jax_aiter_python_handlers
+  DEPENDS python_build_handlers
+  LABELS python
+  TIMEOUT 600)
