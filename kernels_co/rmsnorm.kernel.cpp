@@ -120,7 +120,8 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   const bool slot_active = slot < slots;
   const int nvec = n / VEC;
   const P* gv = static_cast<const P*>(gamma);
-  PF* part = reinterpret_cast<PF*>(dgamma_partial) + static_cast<int64_t>(slot_active ? slot : 0) * nvec;
+  PF* part =
+      reinterpret_cast<PF*>(dgamma_partial) + static_cast<int64_t>(slot_active ? slot : 0) * nvec;
   const bool cached = nvec <= tpr * kChunksBwd;
   const int first_slot = block_id() * rows_per_block;  // the block iterates in lock step
 
@@ -168,7 +169,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
     const float coef = r * r * r * acc[1] / static_cast<float>(n);
     // Writes dx for vector i and adds this row's dgamma term into dgo.
-    auto emit = [&](int i, const P& a, const P& d, float (&dgo)[VEC]) {
+    auto emit = [&](int i, const P& a, const P& d, float(&dgo)[VEC]) {
       const P g = gv[i];
       P o;
       float extra[VEC];
@@ -211,49 +212,72 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
 }
 
 // dgamma[j] = sum over slots of partial[s, j], in a fixed order: no atomics, so every run gives
-// the same bits. A block takes 32 columns; its 8 warps (4 wavefronts on AMD) each sum every 8th
-// slot (coalesced 128-byte rows), then one thread per column adds the 8 lane sums in order.
+// the same bits. A block takes kDgammaColumns columns with kDgammaBlock threads: 8 threads cover
+// the columns 4 at a time (one 16-byte load each, a 128-byte row segment per 8 threads) and the
+// other 128 ways split the slots, so enough loads are in flight to stream the workspace at memory
+// speed; the 128 lane sums are then added pairwise in a fixed tree.
 template <typename E>
 JA_DEVICE void rmsnorm_dgamma(const float* partial, void* dgamma, int slots, int n) {
-  constexpr int kCols = 32, kLanes = 8;
-  JA_SHARED float smem[kLanes][kCols + 1];
-  const int c = thread_id() % kCols;
-  const int lane = thread_id() / kCols;
-  const int j = block_id() * kCols + c;
-  float s = 0.f;
-  if (j < n) {
-    for (int r = lane; r < slots; r += kLanes) s += partial[static_cast<int64_t>(r) * n + j];
+  constexpr int kQuads = 8, kLanes = 128, kCols = 4 * kQuads;
+  JA_SHARED float sums[kLanes][kCols + 1];  // +1: lanes of one column fall in different banks
+  const int quad = thread_id() % kQuads;
+  const int lane = thread_id() / kQuads;
+  const int j0 = block_id() * kCols + 4 * quad;  // this thread's first column
+  const bool vectorized = n % 4 == 0 && reinterpret_cast<uintptr_t>(partial) % 16 == 0;
+  float s[4] = {0.f, 0.f, 0.f, 0.f};
+  if (vectorized && j0 < n) {
+    const Pack<float, 4>* p = reinterpret_cast<const Pack<float, 4>*>(partial + j0);
+    const int stride = n / 4;
+    for (int r = lane; r < slots; r += kLanes) {
+      const Pack<float, 4> v = p[static_cast<int64_t>(r) * stride];
+      for (int k = 0; k < 4; ++k) s[k] += v.v[k];
+    }
+  } else {
+    for (int r = lane; r < slots; r += kLanes) {
+      for (int k = 0; k < 4; ++k) {
+        if (j0 + k < n) s[k] += partial[static_cast<int64_t>(r) * n + j0 + k];
+      }
+    }
   }
-  smem[lane][c] = s;
+  for (int k = 0; k < 4; ++k) sums[lane][4 * quad + k] = s[k];
   barrier();
-  if (lane == 0 && j < n) {
-    float t = 0.f;
-    for (int k = 0; k < kLanes; ++k) t += smem[k][c];
-    static_cast<typename E::Storage*>(dgamma)[j] = E::store(t);
+  for (int half = kLanes / 2; half > 0; half /= 2) {
+    if (lane < half) {
+      for (int k = 0; k < 4; ++k) sums[lane][4 * quad + k] += sums[lane + half][4 * quad + k];
+    }
+    barrier();
+  }
+  if (lane == 0) {
+    for (int k = 0; k < 4; ++k) {
+      if (j0 + k < n)
+        static_cast<typename E::Storage*>(dgamma)[j0 + k] = E::store(sums[0][4 * quad + k]);
+    }
   }
 }
 
 }  // namespace ja
 
-#define JA_RMSNORM_FWD(tag, E, VEC)                                                               \
-  JA_KERNEL_BOUNDED(1024) void jax_aiter_rmsnorm_fwd_##tag##_v##VEC(                                             \
-      const void* x, const void* residual, const void* gamma, void* y, void* residual_out,        \
-      int rows, int n, float epsilon, int rows_per_block, int threads_per_row) {                   \
-    ja::rmsnorm_fwd<ja::E, VEC>(x, residual, gamma, y, residual_out, rows, n, epsilon,             \
-                                rows_per_block, threads_per_row);                                  \
+#define JA_RMSNORM_FWD(tag, E, VEC)                                                        \
+  JA_KERNEL_BOUNDED(1024)                                                                  \
+  void jax_aiter_rmsnorm_fwd_##tag##_v##VEC(                                               \
+      const void* x, const void* residual, const void* gamma, void* y, void* residual_out, \
+      int rows, int n, float epsilon, int rows_per_block, int threads_per_row) {           \
+    ja::rmsnorm_fwd<ja::E, VEC>(x, residual, gamma, y, residual_out, rows, n, epsilon,     \
+                                rows_per_block, threads_per_row);                          \
   }
-#define JA_RMSNORM_BWD(tag, E, VEC)                                                               \
-  JA_KERNEL_BOUNDED(512) void jax_aiter_rmsnorm_bwd_##tag##_v##VEC(                                             \
-      const void* dy, const void* x, const void* gamma, const void* dresidual, void* dx,           \
-      float* dgamma_partial, int rows, int n, float epsilon, int rows_per_block,                   \
-      int threads_per_row, int slots) {                                                            \
+#define JA_RMSNORM_BWD(tag, E, VEC)                                                                \
+  JA_KERNEL_BOUNDED(512)                                                                           \
+  void jax_aiter_rmsnorm_bwd_##tag##_v##VEC(const void* dy, const void* x, const void* gamma,      \
+                                            const void* dresidual, void* dx,                       \
+                                            float* dgamma_partial, int rows, int n, float epsilon, \
+                                            int rows_per_block, int threads_per_row, int slots) {  \
     ja::rmsnorm_bwd<ja::E, VEC>(dy, x, gamma, dresidual, dx, dgamma_partial, rows, n, epsilon,     \
                                 rows_per_block, threads_per_row, slots);                           \
   }
-#define JA_RMSNORM_DGAMMA(tag, E)                                                                 \
-  JA_KERNEL_BOUNDED(256) void jax_aiter_rmsnorm_dgamma_##tag(const float* partial, void* dgamma, int slots,     \
-                                                int n) {                                           \
-    ja::rmsnorm_dgamma<ja::E>(partial, dgamma, slots, n);                                          \
+#define JA_RMSNORM_DGAMMA(tag, E)                                                             \
+  JA_KERNEL_BOUNDED(1024)                                                                     \
+  void jax_aiter_rmsnorm_dgamma_##tag(const float* partial, void* dgamma, int slots, int n) { \
+    ja::rmsnorm_dgamma<ja::E>(partial, dgamma, slots, n);                                     \
   }
 #define JA_RMSNORM_ALL(tag, E, VEC) JA_RMSNORM_FWD(tag, E, VEC) JA_RMSNORM_BWD(tag, E, VEC)
 

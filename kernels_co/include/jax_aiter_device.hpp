@@ -34,6 +34,7 @@ JA_DEVICE uint16_t float_to_bf16(float f) { return __bfloat16_as_ushort(__float2
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
+typedef unsigned long uintptr_t;
 
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
@@ -53,7 +54,9 @@ JA_DEVICE void barrier() {
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
-JA_DEVICE int lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
+JA_DEVICE int lane_id() {
+  return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
 JA_DEVICE float shuffle_xor(float v, int mask) {
   const int src = (lane_id() ^ mask) << 2;  // ds_bpermute addresses lanes in bytes
   return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src, __builtin_bit_cast(int, v)));
@@ -61,8 +64,12 @@ JA_DEVICE float shuffle_xor(float v, int mask) {
 JA_DEVICE float rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
 JA_DEVICE float bits_to_float(uint32_t u) { return __builtin_bit_cast(float, u); }
 JA_DEVICE uint32_t float_to_bits(float f) { return __builtin_bit_cast(uint32_t, f); }
-JA_DEVICE float half_to_float(uint16_t h) { return static_cast<float>(__builtin_bit_cast(_Float16, h)); }
-JA_DEVICE uint16_t float_to_half(float f) { return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f)); }
+JA_DEVICE float half_to_float(uint16_t h) {
+  return static_cast<float>(__builtin_bit_cast(_Float16, h));
+}
+JA_DEVICE uint16_t float_to_half(float f) {
+  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f));
+}
 }  // namespace ja
 
 #else

@@ -53,6 +53,18 @@ TEST(RmsNormValidate, AcceptsGoodShapes) {
   }
 }
 
+// Rows are indexed in 32 bits and the backward steps them by up to kRmsNormMaxSlots: the largest
+// row count accepted leaves that step inside int32 (2^31 - 1 - 2048).
+TEST(RmsNormValidate, RowCountStaysInside32Bits) {
+  const ja::Target t = target_for(ja::Arch::kSm90);
+  constexpr int64_t kLargest = 2147483647 - 2048;
+  EXPECT_TRUE(ja::ops::RmsNorm::validate(fwd_params(DType::kBF16, kLargest, 1), t).ok());
+  const auto st = ja::ops::RmsNorm::validate(fwd_params(DType::kBF16, kLargest + 1, 1), t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("operand x: too large for 32-bit row indexing"), std::string::npos)
+      << st.message();
+}
+
 TEST(RmsNormValidate, NamesTheOperand) {
   const ja::Target t = target_for(ja::Arch::kGfx942);
   auto p = fwd_params(DType::kBF16, 4, 4096);
@@ -74,14 +86,16 @@ TEST(RmsNormValidate, NamesTheOperand) {
 
   p = fwd_params(DType::kF16, 2, 16);
   p.epsilon = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("attribute epsilon"), std::string::npos);
+  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("attribute epsilon"),
+            std::string::npos);
   p.epsilon = -1.f;
   EXPECT_FALSE(ja::ops::RmsNorm::validate(p, t).ok());
 
   p = fwd_params(DType::kF16, 2, 16);
   p.y.dtype = DType::kF32;
-  EXPECT_NE(ja::ops::RmsNorm::validate(p, t).message().find("operand y: expected f16[2,16] (like x)"),
-            std::string::npos);
+  EXPECT_NE(
+      ja::ops::RmsNorm::validate(p, t).message().find("operand y: expected f16[2,16] (like x)"),
+      std::string::npos);
 }
 
 TEST(RmsNormValidate, FusedChecksResidual) {
@@ -180,7 +194,8 @@ TEST(RmsNormPlan, BackwardRules) {
         ASSERT_EQ(plan.launches.count, 2u);
         const auto& main = plan.launches.launches[0];
         const auto a = main.args.unpack<ja::kernels::RmsNormBwdArgs>();
-        const int64_t want_slots = rows <= 1024 ? rows : std::min<int64_t>(std::max<int64_t>(rows / 16, 1024), 2048);
+        const int64_t want_slots =
+            rows <= 1024 ? rows : std::min<int64_t>(std::max<int64_t>(rows / 16, 1024), 2048);
         EXPECT_EQ(a.slots, want_slots);
         EXPECT_GE(int64_t{main.grid.x} * a.rows_per_block, a.slots);
         EXPECT_LE(main.block.x, uint32_t{ja::kernels::RmsNormKernelFacts::kMaxThreadsBwd});

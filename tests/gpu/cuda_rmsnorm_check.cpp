@@ -17,15 +17,15 @@
 namespace ja = jax_aiter;
 using ja::DType;
 
-#define CHECK_CU(x)                                                              \
-  do {                                                                           \
-    CUresult r_ = (x);                                                           \
-    if (r_ != CUDA_SUCCESS) {                                                    \
-      const char* s_ = nullptr;                                                  \
-      cuGetErrorName(r_, &s_);                                                   \
+#define CHECK_CU(x)                                                               \
+  do {                                                                            \
+    CUresult r_ = (x);                                                            \
+    if (r_ != CUDA_SUCCESS) {                                                     \
+      const char* s_ = nullptr;                                                   \
+      cuGetErrorName(r_, &s_);                                                    \
       std::printf("CUDA error %s at %s:%d\n", s_ ? s_ : "?", __FILE__, __LINE__); \
-      std::exit(2);                                                              \
-    }                                                                            \
+      std::exit(2);                                                               \
+    }                                                                             \
   } while (0)
 
 namespace {
@@ -64,8 +64,14 @@ struct Dev {
     CHECK_CU(cuMemcpyDtoH(h.data(), ptr, b));
     return h;
   }
-  void poison() { CHECK_CU(cuMemsetD8(ptr, 0xff, bytes)); }  // NaN in every float format
+  // NaN in every float format. cuMemsetD8 and cuMemcpyHtoD run on the legacy stream and may
+  // still be in flight when they return, and the launches go to a non-blocking stream that does
+  // not wait for it: runs synchronise the context first (before_run).
+  void poison() { CHECK_CU(cuMemsetD8(ptr, 0xff, bytes)); }
 };
+
+// Poisoning and uploads are complete before a handler runs (see Dev::poison).
+void before_run() { CHECK_CU(cuCtxSynchronize()); }
 
 ja::ops::Tensor tensor(const Dev& d, DType t, std::vector<int64_t> dims) {
   ja::ops::Tensor out;
@@ -97,8 +103,9 @@ bool close(DType t, const std::vector<uint8_t>& got, const std::vector<double>& 
     if (std::isfinite(err)) worst = std::max(worst, err);
   }
   const bool ok = bad == 0;
-  std::printf("%s %-22s %-4s rows=%-6lld n=%-6lld worst_abs_err=%.3g bad=%zu\n", ok ? "PASS" : "FAIL",
-              what, std::string(ja::name(t)).c_str(), (long long)rows, (long long)n, worst, bad);
+  std::printf("%s %-22s %-4s rows=%-6lld n=%-6lld worst_abs_err=%.3g bad=%zu\n",
+              ok ? "PASS" : "FAIL", what, std::string(ja::name(t)).c_str(), (long long)rows,
+              (long long)n, worst, bad);
   (ok ? passed : failed)++;
   return ok;
 }
@@ -114,23 +121,34 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
   Dev x(count * esz), r(count * esz), g(n * esz), y(count * esz), ro(count * esz), dy(count * esz),
       dr(count * esz), dx(count * esz), dg(n * esz),
       ws(ja::ops::rmsnorm_bwd_workspace_bytes(rows, n));
-  x.put(hx); r.put(hr); g.put(hg); dy.put(hdy); dr.put(hdr);
+  x.put(hx);
+  r.put(hr);
+  g.put(hg);
+  dy.put(hdy);
+  dr.put(hdr);
   ja::ffi::Where<ja::runtime::Cuda> where{stream, 0};
 
   // Forward and fused forward.
   for (bool fused : {false, true}) {
-    y.poison(); ro.poison();
+    y.poison();
+    ro.poison();
+    before_run();
     ja::Status st;
     if (fused) {
-      ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}), tensor(g, t, {n}), tensor(y, t, {rows, n}),
-                                        tensor(r, t, {rows, n}), tensor(ro, t, {rows, n}), float(eps)};
+      ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}),  tensor(g, t, {n}),
+                                        tensor(y, t, {rows, n}),  tensor(r, t, {rows, n}),
+                                        tensor(ro, t, {rows, n}), float(eps)};
       st = ja::ffi::Handler<ja::ops::RmsNormWithAdd, ja::runtime::Cuda>::run(where, p);
     } else {
-      ja::ops::RmsNorm::Params p{tensor(x, t, {rows, n}), tensor(g, t, {n}), tensor(y, t, {rows, n}), {}, {},
-                                 float(eps)};
+      ja::ops::RmsNorm::Params p{
+          tensor(x, t, {rows, n}), tensor(g, t, {n}), tensor(y, t, {rows, n}), {}, {}, float(eps)};
       st = ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p);
     }
-    if (!st.ok()) { std::printf("FAIL run: %s\n", st.message().c_str()); ++failed; return; }
+    if (!st.ok()) {
+      std::printf("FAIL run: %s\n", st.message().c_str());
+      ++failed;
+      return;
+    }
     CHECK_CU(cuStreamSynchronize(stream));
     std::vector<double> ref(count), res_ref(count);
     for (int64_t i = 0; i < rows; ++i) {
@@ -142,7 +160,8 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
         ss += v * v;
       }
       const double rstd = 1 / std::sqrt(ss / n + eps);
-      for (int64_t j = 0; j < n; ++j) ref[i * n + j] = res_ref[i * n + j] * rstd * to_double(t, hg.data(), j);
+      for (int64_t j = 0; j < n; ++j)
+        ref[i * n + j] = res_ref[i * n + j] * rstd * to_double(t, hg.data(), j);
     }
     close(t, y.get(count * esz), ref, 1.0, fused ? "rms_norm_with_add.y" : "rms_norm.y", rows, n);
     if (fused) close(t, ro.get(count * esz), res_ref, 0.0, "rms_norm_with_add.res", rows, n);
@@ -150,10 +169,18 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
 
   // Backward (fused: dresidual added), dgamma reduced over rows.
   for (bool fused : {false, true}) {
-    dx.poison(); dg.poison(); ws.poison();
-    ja::ops::RmsNormWithAddBwd::Params p{tensor(dy, t, {rows, n}), tensor(x, t, {rows, n}), tensor(g, t, {n}),
-                                         tensor(dr, t, {rows, n}), tensor(dx, t, {rows, n}), tensor(dg, t, {n}),
-                                         tensor(ws, DType::kU8, {int64_t(ws.bytes)}), float(eps)};
+    dx.poison();
+    dg.poison();
+    ws.poison();
+    before_run();
+    ja::ops::RmsNormWithAddBwd::Params p{tensor(dy, t, {rows, n}),
+                                         tensor(x, t, {rows, n}),
+                                         tensor(g, t, {n}),
+                                         tensor(dr, t, {rows, n}),
+                                         tensor(dx, t, {rows, n}),
+                                         tensor(dg, t, {n}),
+                                         tensor(ws, DType::kU8, {int64_t(ws.bytes)}),
+                                         float(eps)};
     ja::Status st;
     if (fused) {
       st = ja::ffi::Handler<ja::ops::RmsNormWithAddBwd, ja::runtime::Cuda>::run(where, p);
@@ -161,7 +188,11 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
       ja::ops::RmsNormBwd::Params q{p.dy, p.x, p.gamma, {}, p.dx, p.dgamma, p.workspace, p.epsilon};
       st = ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, q);
     }
-    if (!st.ok()) { std::printf("FAIL run: %s\n", st.message().c_str()); ++failed; return; }
+    if (!st.ok()) {
+      std::printf("FAIL run: %s\n", st.message().c_str());
+      ++failed;
+      return;
+    }
     CHECK_CU(cuStreamSynchronize(stream));
     std::vector<double> ref(count), dgref(n, 0.0);
     double dx_scale = 0;
@@ -174,19 +205,21 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
       }
       const double rstd = 1 / std::sqrt(ss / n + eps);
       for (int64_t j = 0; j < n; ++j) {
-        const double xv = to_double(t, hx.data(), i * n + j), d = to_double(t, hdy.data(), i * n + j);
+        const double xv = to_double(t, hx.data(), i * n + j),
+                     d = to_double(t, hdy.data(), i * n + j);
         double v = rstd * to_double(t, hg.data(), j) * d - rstd * rstd * rstd * xv * dot / n;
         if (fused) v += to_double(t, hdr.data(), i * n + j);
         ref[i * n + j] = v;
         // dx is a difference of terms of this size: cancellation leaves an error relative to them.
-        dx_scale = std::max({dx_scale, std::fabs(v), std::fabs(rstd * to_double(t, hg.data(), j) * d)});
+        dx_scale =
+            std::max({dx_scale, std::fabs(v), std::fabs(rstd * to_double(t, hg.data(), j) * d)});
         dgref[j] += d * xv * rstd;
       }
     }
     double dg_scale = 0;
     for (double v : dgref) dg_scale = std::max(dg_scale, std::fabs(v));
-    close(t, dx.get(count * esz), ref, 0.05 * dx_scale, fused ? "rms_norm_with_add_bwd.dx" : "rms_norm_bwd.dx",
-          rows, n);
+    close(t, dx.get(count * esz), ref, 0.05 * dx_scale,
+          fused ? "rms_norm_with_add_bwd.dx" : "rms_norm_bwd.dx", rows, n);
     close(t, dg.get(n * esz), dgref, 0.05 * dg_scale, "rms_norm_bwd.dgamma", rows, n);
   }
 }
@@ -204,14 +237,27 @@ int main() {
   CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   // The initialize stage: load the module (and check every kernel's parameters) up front.
   ja::Status st = ja::runtime::Cuda::prepare<ja::kernels::RmsNormModule>(0);
-  std::printf("%s module load + cuFuncGetParamInfo check of %zu kernels%s%s\n", st.ok() ? "PASS" : "FAIL",
-              ja::kernels::RmsNormModule::kKernels.size(), st.ok() ? "" : ": ", st.message().c_str());
+  std::printf("%s module load + cuFuncGetParamInfo check of %zu kernels%s%s\n",
+              st.ok() ? "PASS" : "FAIL", ja::kernels::RmsNormModule::kKernels.size(),
+              st.ok() ? "" : ": ", st.message().c_str());
   (st.ok() ? passed : failed)++;
   std::mt19937 rng(1234);
   for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
-    for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 1}, {3, 7}, {5, 64}, {600, 64}, {7, 3584}, {4, 4095}, {33, 4096}, {2, 5120},
-             {3, 8192}, {2, 16384}, {1, 16383}, {5000, 256}, {2100, 33}}) {
+    for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1},
+                                                                   {3, 7},
+                                                                   {5, 64},
+                                                                   {600, 64},
+                                                                   {7, 3584},
+                                                                   {4, 4095},
+                                                                   {33, 4096},
+                                                                   {2, 5120},
+                                                                   {3, 8192},
+                                                                   {2, 16384},
+                                                                   {1, 16383},
+                                                                   {5000, 256},
+                                                                   {2100, 33},
+                                                                   {9000, 2048},
+                                                                   {2100, 10240}}) {
       check_shape(stream, t, rows, n, rng);
     }
   }

@@ -41,7 +41,8 @@ struct RmsNormBwdArgs {
   int32_t threads_per_row;
   int32_t slots;
 };
-static_assert(offsetof(RmsNormBwdArgs, dgamma_partial) == 40 && offsetof(RmsNormBwdArgs, rows) == 48);
+static_assert(offsetof(RmsNormBwdArgs, dgamma_partial) == 40 &&
+              offsetof(RmsNormBwdArgs, rows) == 48);
 static_assert(offsetof(RmsNormBwdArgs, slots) == 68 && sizeof(RmsNormBwdArgs) == 72);
 
 struct RmsNormDgammaArgs {
@@ -53,10 +54,14 @@ struct RmsNormDgammaArgs {
 static_assert(offsetof(RmsNormDgammaArgs, n) == 20 && sizeof(RmsNormDgammaArgs) == 24);
 
 inline constexpr std::array kRmsNormFwdFields{
-    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, x),           JAX_AITER_ARG_FIELD(RmsNormFwdArgs, residual),
-    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, gamma),       JAX_AITER_ARG_FIELD(RmsNormFwdArgs, y),
-    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, residual_out), JAX_AITER_ARG_FIELD(RmsNormFwdArgs, rows),
-    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, n),           JAX_AITER_ARG_FIELD(RmsNormFwdArgs, epsilon),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, x),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, residual),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, gamma),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, y),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, residual_out),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, rows),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, n),
+    JAX_AITER_ARG_FIELD(RmsNormFwdArgs, epsilon),
     JAX_AITER_ARG_FIELD(RmsNormFwdArgs, rows_per_block),
     JAX_AITER_ARG_FIELD(RmsNormFwdArgs, threads_per_row),
 };
@@ -83,12 +88,12 @@ inline constexpr std::array kRmsNormDgammaFields{
 
 // Facts of the kernels, kept in step with kernels_co/rmsnorm.kernel.cpp.
 struct RmsNormKernelFacts {
-  static constexpr int kChunksFwd = 2;          // vectors a thread keeps in registers per row
-  static constexpr int kChunksBwd = 2;          // (backward: dgamma terms per vector)
-  static constexpr int kMaxThreadsFwd = 1024;   // __launch_bounds__ of the forward kernels
-  static constexpr int kMaxThreadsBwd = 512;    // and of the backward kernels
-  static constexpr int kDgammaBlock = 256;      // threads per block of the dgamma reduction
-  static constexpr int kDgammaColumns = 32;     // columns per block of the dgamma reduction
+  static constexpr int kChunksFwd = 2;         // vectors a thread keeps in registers per row
+  static constexpr int kChunksBwd = 2;         // (backward: dgamma terms per vector)
+  static constexpr int kMaxThreadsFwd = 1024;  // __launch_bounds__ of the forward kernels
+  static constexpr int kMaxThreadsBwd = 512;   // and of the backward kernels
+  static constexpr int kDgammaBlock = 1024;    // threads per block of the dgamma reduction
+  static constexpr int kDgammaColumns = 32;    // columns per block of the dgamma reduction
 };
 
 // Vector widths built per dtype: 16-byte accesses at most.
@@ -110,17 +115,27 @@ struct RmsNormModule {
   static constexpr std::string_view kName = "rmsnorm";
   // Order: 11 forward (bf16 v1..v8, f16 v1..v8, f32 v1..v4), 11 backward likewise, 3 reductions.
   static constexpr std::array<KernelInfo, 25> kKernels{{
-      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"), detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"), detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v8"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v1"),  detail::fwd("jax_aiter_rmsnorm_fwd_f16_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v4"),  detail::fwd("jax_aiter_rmsnorm_fwd_f16_v8"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v1"),  detail::fwd("jax_aiter_rmsnorm_fwd_f32_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v8"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v1"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v4"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v8"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v1"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v2"),
       detail::fwd("jax_aiter_rmsnorm_fwd_f32_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v1"), detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v4"), detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v8"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v1"),  detail::bwd("jax_aiter_rmsnorm_bwd_f16_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v4"),  detail::bwd("jax_aiter_rmsnorm_bwd_f16_v8"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v1"),  detail::bwd("jax_aiter_rmsnorm_bwd_f32_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v1"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v4"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v8"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v1"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v4"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v8"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v1"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v2"),
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v4"),
       detail::dgamma("jax_aiter_rmsnorm_dgamma_bf16"),
       detail::dgamma("jax_aiter_rmsnorm_dgamma_f16"),
@@ -130,7 +145,9 @@ struct RmsNormModule {
   static constexpr uint16_t dtype_slot(DType t) {
     return t == DType::kBF16 ? 0 : t == DType::kF16 ? 1 : 2;
   }
-  static constexpr uint16_t vec_slot(int vec) { return vec == 1 ? 0 : vec == 2 ? 1 : vec == 4 ? 2 : 3; }
+  static constexpr uint16_t vec_slot(int vec) {
+    return vec == 1 ? 0 : vec == 2 ? 1 : vec == 4 ? 2 : 3;
+  }
   static constexpr uint16_t fwd_kernel(DType t, int vec) {
     return static_cast<uint16_t>(dtype_slot(t) * 4 + vec_slot(vec));
   }

@@ -2,8 +2,9 @@
 // Pure C++ (no HIP, no XLA): dispatch is unit-tested on the host.
 //
 //   y = x * rsqrt(mean(x^2, -1) + eps) * gamma                 statistics in float32
-//   rms_norm_with_add: residual_out = x + residual (stored in x's dtype); y = rms_norm(residual_out)
-//   backward: dx = r*(g*dy) - r^3 * x * mean(g*dy*x) [+ dresidual];  dgamma = sum_rows dy*x*r
+//   rms_norm_with_add: residual_out = x + residual (stored in x's dtype); y =
+//   rms_norm(residual_out) backward: dx = r*(g*dy) - r^3 * x * mean(g*dy*x) [+ dresidual];  dgamma
+//   = sum_rows dy*x*r
 // dgamma is reduced in two stages through an XLA-owned float32 workspace: no atomics, so the
 // result is bit-identical from run to run.
 #pragma once
@@ -11,8 +12,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string_view>
 
@@ -92,12 +93,13 @@ inline Status check_input(std::string_view op, std::string_view operand, const T
   }
   if (x.rank < 1) return operand_error(op, operand, "expected rank >= 1 ([..., n]), got a scalar");
   if (x.elements() == 0) {
-    return operand_error(op, operand,
-                         StrCat("expected at least one row of at least one element, got ",
-                                describe(x)));
+    return operand_error(
+        op, operand,
+        StrCat("expected at least one row of at least one element, got ", describe(x)));
   }
+  // The kernels index rows and columns in 32 bits, and step rows by up to kRmsNormMaxSlots.
   if (x.last() > std::numeric_limits<int32_t>::max() ||
-      x.elements() / x.last() > std::numeric_limits<int32_t>::max()) {
+      x.elements() / x.last() > std::numeric_limits<int32_t>::max() - kRmsNormMaxSlots) {
     return operand_error(op, operand, StrCat("too large for 32-bit row indexing: ", describe(x)));
   }
   if (x.data == nullptr) return operand_error(op, operand, "null data pointer");
@@ -119,7 +121,8 @@ inline Status check_epsilon(std::string_view op, float epsilon) {
   if (!std::isfinite(epsilon) || epsilon < 0.f) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", static_cast<double>(epsilon));
-    return InvalidArgument(StrCat(op, ": attribute epsilon: expected a finite value >= 0, got ", got));
+    return InvalidArgument(
+        StrCat(op, ": attribute epsilon: expected a finite value >= 0, got ", got));
   }
   return {};
 }
@@ -162,13 +165,20 @@ struct RmsNormForward {
     const void* residual = kFused ? p.residual.data : nullptr;
     void* residual_out = kFused ? p.residual_out.data : nullptr;
     const int vec = rmsnorm_vec(
-        n, p.x.dtype, detail::address_bits({p.x.data, p.gamma.data, p.y.data, residual, residual_out}));
-    const RowLayout l =
-        rmsnorm_layout(n, vec, kernels::RmsNormKernelFacts::kChunksFwd,
-                       kernels::RmsNormKernelFacts::kMaxThreadsFwd, target.warp());
-    kernels::RmsNormFwdArgs args{p.x.data, residual,  p.gamma.data, p.y.data,
-                                 residual_out, static_cast<int32_t>(rows), static_cast<int32_t>(n),
-                                 p.epsilon, l.rows_per_block, l.threads_per_row};
+        n, p.x.dtype,
+        detail::address_bits({p.x.data, p.gamma.data, p.y.data, residual, residual_out}));
+    const RowLayout l = rmsnorm_layout(n, vec, kernels::RmsNormKernelFacts::kChunksFwd,
+                                       kernels::RmsNormKernelFacts::kMaxThreadsFwd, target.warp());
+    kernels::RmsNormFwdArgs args{p.x.data,
+                                 residual,
+                                 p.gamma.data,
+                                 p.y.data,
+                                 residual_out,
+                                 static_cast<int32_t>(rows),
+                                 static_cast<int32_t>(n),
+                                 p.epsilon,
+                                 l.rows_per_block,
+                                 l.threads_per_row};
     Plan plan;
     plan.launches.add(Module::fwd_kernel(p.x.dtype, vec),
                       {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
@@ -208,9 +218,10 @@ struct RmsNormBackward {
     const int64_t n = p.x.last();
     const int64_t need = rmsnorm_bwd_workspace_bytes(p.x.elements() / n, n);
     if (p.workspace.bytes() < need || p.workspace.data == nullptr) {
-      return operand_error(kName, "workspace",
-                           StrCat("expected at least ", need,
-                                  " bytes (rms_norm_bwd_workspace_bytes), got ", p.workspace.bytes()));
+      return operand_error(
+          kName, "workspace",
+          StrCat("expected at least ", need, " bytes (rms_norm_bwd_workspace_bytes), got ",
+                 p.workspace.bytes()));
     }
     return {};
   }
@@ -220,15 +231,16 @@ struct RmsNormBackward {
     const int64_t rows = p.x.elements() / n;
     const int64_t slots = rmsnorm_bwd_slots(rows);
     const void* dresidual = kFused ? p.dresidual.data : nullptr;
-    int v = rmsnorm_vec(n, p.x.dtype,
-                        detail::address_bits({p.dy.data, p.x.data, p.gamma.data, dresidual, p.dx.data}));
+    int v = rmsnorm_vec(
+        n, p.x.dtype,
+        detail::address_bits({p.dy.data, p.x.data, p.gamma.data, dresidual, p.dx.data}));
     // The float32 partials move v at a time too: the workspace must be aligned to that.
-    while (v > 1 && reinterpret_cast<uintptr_t>(p.workspace.data) % (static_cast<uintptr_t>(v) * 4) != 0) {
+    while (v > 1 &&
+           reinterpret_cast<uintptr_t>(p.workspace.data) % (static_cast<uintptr_t>(v) * 4) != 0) {
       v /= 2;
     }
-    const RowLayout l =
-        rmsnorm_layout(n, v, kernels::RmsNormKernelFacts::kChunksBwd,
-                       kernels::RmsNormKernelFacts::kMaxThreadsBwd, target.warp());
+    const RowLayout l = rmsnorm_layout(n, v, kernels::RmsNormKernelFacts::kChunksBwd,
+                                       kernels::RmsNormKernelFacts::kMaxThreadsBwd, target.warp());
     kernels::RmsNormBwdArgs args{p.dy.data,
                                  p.x.data,
                                  p.gamma.data,
