@@ -38,3 +38,16 @@ set_tests_properties(python_tests PROPERTIES
   DEPENDS python_build_handlers
   LABELS python
   TIMEOUT 600)
+
+# pip install of the project (scikit-build-core) into a fresh venv, then used with no environment
+# variables from outside the tree. Needs scikit-build-core in the environment (scripts/setup.sh).
+execute_process(COMMAND "${Python3_EXECUTABLE}" -c "import scikit_build_core"
+                RESULT_VARIABLE _jax_aiter_skb_ok OUTPUT_QUIET ERROR_QUIET)
+if(_jax_aiter_skb_ok EQUAL 0)
+  add_test(NAME python_pip_install
+           COMMAND "${CMAKE_CURRENT_LIST_DIR}/check_pip_install.sh" "${Python3_EXECUTABLE}"
+                   "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_BINARY_DIR}/pip_install")
+  set_tests_properties(python_pip_install PROPERTIES LABELS python TIMEOUT 900)
+else()
+  message(STATUS "jax_aiter: pip install test off (${Python3_EXECUTABLE} lacks scikit-build-core)")
+endif()

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
+import os
+import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -148,7 +153,8 @@ def run_poisoned(body, *args):
 SHAPES = [
     (1, 1), (64, 1), (3, 7), (5, 64), (4, 3584), (3, 4095), (2, 4096),
     (2, 3, 64), (2, 3, 4095),  # leading batch dims
-    (600, 7), (1030, 64),      # more rows than the 512 dgamma slots: rows fold onto slots
+    (600, 7), (1030, 64),      # more rows than the 1024 dgamma slots: rows fold onto slots
+    (4113, 256), (2100, 2048),  # several rows per slot (the GPU kernels prefetch the next one)
     (2, 8192), (1, 16384), (3, 16384),
 ]
 
@@ -457,3 +463,79 @@ def test_backward_is_bit_identical_run_to_run(dtype):
         for a, b in itertools.chain(zip(run_poisoned(f, x, g, dy), first),
                                     zip(run_poisoned(fa, x, res, g, dy, dres), first_a)):
             assert_bitwise_equal(a, b)
+
+
+# ---- command buffers (GPU): the handlers claim compatibility, so XLA must capture them ---------
+#
+# XLA (jax 0.11) builds command buffers from the thunk sequence after HLO optimisation, so the HLO
+# cannot show them; its conversion pass logs each command buffer it creates with the thunks inside
+# (named like their HLO instructions). A child process compiles a program of our four custom
+# calls with command buffers on and that log enabled, reports which instruction calls which target,
+# runs the program, and compares its results with jnp's autodiff of the same math. Older XLA made
+# command buffers an HLO pass (computations named "command_buffer"): that evidence counts too.
+
+_CHILD = r"""
+import json, re, sys
+import jax, jax.numpy as jnp, numpy as np
+import jax_aiter
+EPS = 1e-6
+def norm(v, g):
+    v32 = v.astype(jnp.float32)
+    r = jax.lax.rsqrt(jnp.mean(v32 * v32, -1, keepdims=True) + EPS)
+    return (v32 * r * g.astype(jnp.float32)).astype(v.dtype)
+def add_norm(x, r, g):
+    s = (x.astype(jnp.float32) + r.astype(jnp.float32)).astype(x.dtype)
+    return norm(s, g), s
+def program(add_norm, norm):
+    def step(x, res, g, dy):
+        (y, ro), vjp = jax.vjp(add_norm, x, res, g)
+        z, vjp2 = jax.vjp(norm, y, g)
+        dz_y, dz_g = vjp2(dy)
+        return (z, *vjp((dz_y, ro)), dz_g)
+    return jax.jit(step)
+ours = program(lambda x, r, g: jax_aiter.rms_norm_with_add(x, r, g, EPS),
+               lambda y, g: jax_aiter.rms_norm(y, g, EPS))
+rng = np.random.default_rng(11)
+x, res, dy = (jnp.asarray(rng.standard_normal((64, 1024)), jnp.bfloat16) for _ in range(3))
+g = jnp.asarray(rng.standard_normal(1024) * 0.5 + 1.0, jnp.bfloat16)
+hlo = ours.lower(x, res, g, dy).compile().as_text()
+calls = dict(re.findall(r'%([\w.\-]+) = .*custom_call_target="(aiter\.[\w.]+)"', hlo))
+in_hlo_buffers = []
+for computation in re.split(r"\n(?=\S)", hlo):
+    if "command_buffer" in computation.split("\n", 1)[0]:
+        in_hlo_buffers += re.findall(r'custom_call_target="(aiter\.[\w.]+)"', computation)
+errors = {}
+for name, a, b in zip(("z", "dx", "dres", "dgamma", "dgamma2"), ours(x, res, g, dy),
+                      program(add_norm, norm)(x, res, g, dy)):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    errors[name] = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+print("RESULT " + json.dumps({"calls": calls, "in_hlo_buffers": in_hlo_buffers, "errors": errors}))
+"""
+
+
+@pytest.mark.skipif(jax.default_backend() == "cpu", reason="command buffers are a GPU feature")
+def test_gpu_handlers_run_inside_command_buffers():
+    env = dict(os.environ,
+               XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL "
+                         "--xla_gpu_graph_min_graph_size=1",
+               TF_CPP_MIN_LOG_LEVEL="0", TF_CPP_VMODULE="command_buffer_conversion_pass=2")
+    proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    calls = result["calls"]  # HLO instruction -> aiter.* target
+    assert sorted(set(calls.values())) == ["aiter.rms_norm", "aiter.rms_norm_bwd",
+                                           "aiter.rms_norm_with_add", "aiter.rms_norm_with_add_bwd"]
+    captured = set()
+    for line in proc.stderr.splitlines():
+        m = re.search(r"Creating command buffer thunk with the following thunks: (.*)", line)
+        if m:
+            captured |= {t.strip() for t in m.group(1).split(",")}
+    captured_targets = {calls[i] for i in calls if i in captured} | set(result["in_hlo_buffers"])
+    print(f"custom calls {calls}; captured in command buffers: {sorted(captured_targets)}")
+    assert captured_targets == set(calls.values()), (
+        f"not captured: {sorted(set(calls.values()) - captured_targets)}; conversion log: "
+        + " | ".join(l for l in proc.stderr.splitlines() if "command buffer" in l.lower())[-3000:])
+    # What ran captured is right: against jnp's autodiff of the same math (bf16 end to end).
+    for name, rel in result["errors"].items():
+        assert rel < 2e-2, f"{name}: relative error {rel:.3g} against jnp"

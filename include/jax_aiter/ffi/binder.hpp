@@ -50,35 +50,35 @@ struct Handler {
   }
 
   static XLA_FFI_Error* execute(XLA_FFI_CallFrame* frame) {
-    static auto* handler = bind_with_traits(
-        Spec::bind(xffi::Ffi::Bind().Ctx<Where<Backend>>()),
-        [](Where<Backend> where, auto... operands) -> xffi::Error {
-          return guarded([&]() -> Status {
-            auto params = Spec::params(operands...);
-            if (!params) return params.status();
-            return run(where, *params);
-          });
-        });
+    static auto* handler =
+        bind_with_traits(Spec::bind(xffi::Ffi::Bind().Ctx<Where<Backend>>()),
+                         [](Where<Backend> where, auto... operands) -> xffi::Error {
+                           return guarded([&]() -> Status {
+                             auto params = Spec::params(operands...);
+                             if (!params) return params.status();
+                             return run(where, *params);
+                           });
+                         });
     return name_decoding_error(frame, handler->Call(frame));
   }
 
   static XLA_FFI_Error* initialize(XLA_FFI_CallFrame* frame) {
-    static auto* handler = bind_with_traits(
-        xffi::Ffi::Bind<xffi::ExecutionStage::kInitialize>().Ctx<Where<Backend>>(),
-        [](Where<Backend> where) -> xffi::Error {
-          return guarded([&]() -> Status {
-            auto target = Backend::target(where.device);
-            if (!target) return target.status();
-            return Backend::template prepare<Module>(where.device);
-          });
-        });
+    static auto* handler =
+        bind_with_traits(xffi::Ffi::Bind<xffi::ExecutionStage::kInitialize>().Ctx<Where<Backend>>(),
+                         [](Where<Backend> where) -> xffi::Error {
+                           return guarded([&]() -> Status {
+                             auto target = Backend::target(where.device);
+                             if (!target) return target.status();
+                             return Backend::template prepare<Module>(where.device);
+                           });
+                         });
     return name_decoding_error(frame, handler->Call(frame));
   }
 
   static constexpr XLA_FFI_Handler_Bundle bundle() {
     // Designated: FFI 0.4 appends members to the bundle.
-    return XLA_FFI_Handler_Bundle{.instantiate = nullptr, .prepare = nullptr,
-                                  .initialize = &initialize, .execute = &execute};
+    return XLA_FFI_Handler_Bundle{
+        .instantiate = nullptr, .prepare = nullptr, .initialize = &initialize, .execute = &execute};
   }
 
  private:
@@ -131,16 +131,25 @@ struct Handler {
 // Defines, in the consumer's translation unit, the C entry points of one handler:
 //   XLA_FFI_Error* fn(XLA_FFI_CallFrame*)             execute stage
 //   XLA_FFI_Error* fn_initialize(XLA_FFI_CallFrame*)  initialize stage (loads the module)
+//   uint32_t fn_traits()                              the handler's XLA_FFI_Handler_Traits
 // and records it for jax_aiter::ffi::register_all(api, platform).
-#define JAX_AITER_DEFINE_HANDLER(fn, Op, Backend)                                             \
-  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn(XLA_FFI_CallFrame* frame) {                   \
-    return ::jax_aiter::ffi::Handler<Op, Backend>::execute(frame);                            \
-  }                                                                                           \
-  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn##_initialize(XLA_FFI_CallFrame* frame) {      \
-    return ::jax_aiter::ffi::Handler<Op, Backend>::initialize(frame);                         \
-  }                                                                                           \
-  static const ::jax_aiter::ffi::HandlerRegistrar fn##_jax_aiter_registrar{                   \
-      Op::kName, Backend::kKind,                                                              \
-      XLA_FFI_Handler_Bundle{.instantiate = nullptr, .prepare = nullptr,                      \
-                             .initialize = &fn##_initialize, .execute = &fn},                 \
-      ::jax_aiter::ffi::Handler<Op, Backend>::kTraits}
+#define JAX_AITER_DEFINE_HANDLER(fn, Op, Backend)                                               \
+  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn(XLA_FFI_CallFrame* frame) {                     \
+    return ::jax_aiter::ffi::Handler<Op, Backend>::execute(frame);                              \
+  }                                                                                             \
+  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn##_initialize(XLA_FFI_CallFrame* frame) {        \
+    return ::jax_aiter::ffi::Handler<Op, Backend>::initialize(frame);                           \
+  }                                                                                             \
+  /* Python registration (register_custom_call_target) takes traits as an argument: XLA does */ \
+  /* not read them from the handler's metadata there, so the loader asks for them here. */      \
+  extern "C" JAX_AITER_EXPORT uint32_t fn##_traits() {                                          \
+    return ::jax_aiter::ffi::Handler<Op, Backend>::kTraits;                                     \
+  }                                                                                             \
+  static const ::jax_aiter::ffi::HandlerRegistrar fn##_jax_aiter_registrar {                    \
+    Op::kName, Backend::kKind,                                                                  \
+        XLA_FFI_Handler_Bundle{.instantiate = nullptr,                                          \
+                               .prepare = nullptr,                                              \
+                               .initialize = &fn##_initialize,                                  \
+                               .execute = &fn},                                                 \
+        ::jax_aiter::ffi::Handler<Op, Backend>::kTraits                                         \
+  }
