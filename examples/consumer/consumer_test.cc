@@ -69,7 +69,8 @@ int main() {
         const auto* md = info->find(k.symbol);
         if (md && ja::runtime::check_kernel_arguments(*md, k).ok()) ++checked;
       }
-      std::printf("%d of %zu kernels match\n", checked, ja::kernels::RmsNormModule::kKernels.size());
+      std::printf("%d of %zu kernels match\n", checked,
+                  ja::kernels::RmsNormModule::kKernels.size());
       expect(checked == static_cast<int>(ja::kernels::RmsNormModule::kKernels.size()),
              "kernel arguments match the metadata");
     }

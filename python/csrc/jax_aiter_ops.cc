@@ -29,6 +29,7 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_bwd, ops::RmsNormBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add_bwd, ops::RmsNormWithAddBwd, Backend);
 JAX_AITER_DEFINE_REGISTER_ALL(jax_aiter_register_all)
 
-extern "C" JAX_AITER_EXPORT int64_t jax_aiter_rms_norm_bwd_workspace_bytes(int64_t rows, int64_t n) {
+extern "C" JAX_AITER_EXPORT int64_t jax_aiter_rms_norm_bwd_workspace_bytes(int64_t rows,
+                                                                           int64_t n) {
   return ops::rmsnorm_bwd_workspace_bytes(rows, n);
 }

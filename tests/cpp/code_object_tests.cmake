@@ -34,8 +34,16 @@ else()
     add_dependencies(test_code_object test_code_object_probe)
   endif()
 
+  # Our RMSNorm kernels for gfx950, built by the same rule jax_aiter_embed_kernels() uses.
+  jax_aiter_compile_portable(_jax_aiter_rmsnorm_co rmsnorm gfx950)
+  if(_jax_aiter_rmsnorm_co)
+    add_custom_target(test_code_object_rmsnorm DEPENDS ${_jax_aiter_rmsnorm_co})
+    add_dependencies(test_code_object test_code_object_rmsnorm)
+  endif()
+
   target_compile_definitions(test_code_object PRIVATE
     JAX_AITER_TEST_PROBE_CO="${_jax_aiter_probe_co}"
+    JAX_AITER_TEST_RMSNORM_CO="${_jax_aiter_rmsnorm_co}"
     JAX_AITER_TEST_LLVM_READELF="${JAX_AITER_LLVM_READELF}")
 
   add_test(NAME test_code_object COMMAND test_code_object)

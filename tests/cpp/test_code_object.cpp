@@ -24,6 +24,7 @@
 
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/rmsnorm.hpp"
 #include "jax_aiter/runtime/code_object.hpp"
 #include "jax_aiter/runtime/kernarg_check.hpp"
 
@@ -37,6 +38,7 @@
 namespace {
 
 using jax_aiter::ErrorCode;
+using jax_aiter::Status;
 using jax_aiter::kernels::ArgField;
 using jax_aiter::kernels::KernelInfo;
 using jax_aiter::runtime::check_kernel_arguments;
@@ -48,6 +50,7 @@ using Bytes = std::vector<std::byte>;
 
 constexpr std::string_view kProbeCo = JAX_AITER_TEST_PROBE_CO;
 constexpr std::string_view kReadelf = JAX_AITER_TEST_LLVM_READELF;
+constexpr std::string_view kRmsNormCo = JAX_AITER_TEST_RMSNORM_CO;  // empty without clang-22
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -351,25 +354,30 @@ class ProbeObject : public ::testing::Test {
 };
 
 // ---------------------------------------------------------------------------------------------
-// (a) The real gfx950 object against llvm-readelf-22.
+// (a) Real gfx950 objects against llvm-readelf-22: the probe, and our RMSNorm kernels as shipped.
 
-TEST_F(ProbeObject, MatchesLlvmReadelf) {
-  if (kReadelf.empty()) {
-    GTEST_SKIP() << "llvm-readelf-22 was not found at configure time (JAX_AITER_LLVM_READELF "
-                    "empty)";
-  }
-  const std::string text = run_readelf(kReadelf, kProbeCo);
-  ASSERT_FALSE(text.empty()) << "running " << kReadelf << " --notes " << kProbeCo << " failed";
+struct ReadelfAgreement {
+  size_t kernels = 0;
+  bool saw_hidden = false, saw_gap = false;
+};
+
+// Every field our reader reports for `file` equals what llvm-readelf --notes prints for it.
+ReadelfAgreement expect_matches_readelf(std::string_view file, std::span<const std::byte> bytes) {
+  ReadelfAgreement seen;
+  const std::string text = run_readelf(kReadelf, file);
+  EXPECT_FALSE(text.empty()) << "running " << kReadelf << " --notes " << file << " failed";
   const ReadelfNotes want = parse_readelf_notes(text);
-  ASSERT_GE(want.kernels.size(), 4u) << "could not parse llvm-readelf output:\n" << text;
+  EXPECT_FALSE(want.kernels.empty()) << "could not parse llvm-readelf output:\n" << text;
 
-  auto got = read_code_object(span());
-  ASSERT_TRUE(got.ok()) << got.status().message();
+  auto got = read_code_object(bytes);
+  EXPECT_TRUE(got.ok()) << got.status().message();
+  if (!got.ok()) return seen;
   EXPECT_EQ(got->target, want.target);
   EXPECT_NE(got->target.find("gfx950"), std::string::npos);
-  ASSERT_EQ(got->kernels.size(), want.kernels.size());
+  EXPECT_EQ(got->kernels.size(), want.kernels.size());
+  if (got->kernels.size() != want.kernels.size()) return seen;
+  seen.kernels = want.kernels.size();
 
-  bool saw_hidden = false, saw_gap = false;
   for (size_t i = 0; i < want.kernels.size(); ++i) {
     const ReadelfKernel& w = want.kernels[i];
     const KernelMetadata& g = got->kernels[i];
@@ -381,7 +389,8 @@ TEST_F(ProbeObject, MatchesLlvmReadelf) {
     EXPECT_EQ(g.group_segment_fixed_size, to_u32(w.kv, ".group_segment_fixed_size"));
     EXPECT_EQ(g.private_segment_fixed_size, to_u32(w.kv, ".private_segment_fixed_size"));
     EXPECT_EQ(g.wavefront_size, to_u32(w.kv, ".wavefront_size"));
-    ASSERT_EQ(g.args.size(), w.args.size());
+    EXPECT_EQ(g.args.size(), w.args.size());
+    if (g.args.size() != w.args.size()) continue;
     uint32_t explicit_end = 0;
     for (size_t j = 0; j < w.args.size(); ++j) {
       SCOPED_TRACE(j);
@@ -396,9 +405,9 @@ TEST_F(ProbeObject, MatchesLlvmReadelf) {
         EXPECT_FALSE(ga.name.empty()) << "-fhip-kernel-arg-name should name every explicit arg";
         explicit_end = std::max(explicit_end, to_u32(wa, ".offset") + to_u32(wa, ".size"));
       }
-      saw_hidden = saw_hidden || ga.hidden();
+      seen.saw_hidden = seen.saw_hidden || ga.hidden();
       if (j > 0 && !ga.hidden() && !g.args[j - 1].hidden()) {
-        saw_gap = saw_gap || g.args[j - 1].offset + g.args[j - 1].size < ga.offset;
+        seen.saw_gap = seen.saw_gap || g.args[j - 1].offset + g.args[j - 1].size < ga.offset;
       }
     }
     EXPECT_EQ(g.explicit_kernarg_bytes(), explicit_end);
@@ -406,10 +415,42 @@ TEST_F(ProbeObject, MatchesLlvmReadelf) {
     EXPECT_EQ(got->find(g.name), &g);
     EXPECT_EQ(got->find(g.symbol), &g);
   }
-  // The probe is meant to exercise both; if the compiler stops producing them, the test is weaker.
-  EXPECT_TRUE(saw_hidden) << "no kernel of the probe has hidden arguments";
-  EXPECT_TRUE(saw_gap) << "no kernel of the probe has an alignment gap between arguments";
   EXPECT_EQ(got->find("no_such_kernel"), nullptr);
+  return seen;
+}
+
+TEST_F(ProbeObject, MatchesLlvmReadelf) {
+  if (kReadelf.empty()) {
+    GTEST_SKIP() << "llvm-readelf-22 was not found at configure time (JAX_AITER_LLVM_READELF "
+                    "empty)";
+  }
+  const ReadelfAgreement seen = expect_matches_readelf(kProbeCo, span());
+  EXPECT_GE(seen.kernels, 4u);
+  // The probe is meant to exercise both; if the compiler stops producing them, the test is weaker.
+  EXPECT_TRUE(seen.saw_hidden) << "no kernel of the probe has hidden arguments";
+  EXPECT_TRUE(seen.saw_gap) << "no kernel of the probe has an alignment gap between arguments";
+}
+
+// Our RMSNorm module as jax_aiter_embed_kernels() builds it for gfx950: llvm-readelf and our reader
+// agree on every kernel, and every kernel of the module's table passes the kernarg check against
+// the argument struct it is launched with.
+TEST(RmsNormGfx950, MatchesLlvmReadelfAndOurStructs) {
+  if (kRmsNormCo.empty() || kReadelf.empty()) {
+    GTEST_SKIP() << "clang++-22 or llvm-readelf-22 was not found at configure time";
+  }
+  const Bytes bytes = read_file(std::string(kRmsNormCo));
+  ASSERT_FALSE(bytes.empty()) << "cannot read " << kRmsNormCo;
+  const ReadelfAgreement seen = expect_matches_readelf(kRmsNormCo, bytes);
+  EXPECT_EQ(seen.kernels, jax_aiter::kernels::RmsNormModule::kKernels.size());
+  auto got = read_code_object(bytes);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  for (const KernelInfo& k : jax_aiter::kernels::RmsNormModule::kKernels) {
+    SCOPED_TRACE(k.symbol);
+    const KernelMetadata* md = got->find(k.symbol);
+    ASSERT_NE(md, nullptr);
+    const Status st = check_kernel_arguments(*md, k);
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
 }
 
 // Host mirrors of the probe kernels' parameter lists: host and kernarg layouts agree for these

@@ -25,10 +25,10 @@ TEST(DType, SizesAndNames) {
 
 // Values from the format definitions (OCP FP8 spec; AMD fnuz; OCP MX e2m1/e8m0; IEEE f16).
 TEST(DType, KnownCodes) {
-  EXPECT_EQ(ja::decode(ja::kE4M3FNFormat, 0x7e), 448.0);    // max of e4m3fn
+  EXPECT_EQ(ja::decode(ja::kE4M3FNFormat, 0x7e), 448.0);  // max of e4m3fn
   EXPECT_TRUE(std::isnan(ja::decode(ja::kE4M3FNFormat, 0x7f)));
   EXPECT_EQ(ja::decode(ja::kE4M3FNFormat, 0x01), std::ldexp(1.0, -9));  // smallest subnormal
-  EXPECT_EQ(ja::decode(ja::kE4M3FNUZFormat, 0x7f), 240.0);  // max of e4m3fnuz
+  EXPECT_EQ(ja::decode(ja::kE4M3FNUZFormat, 0x7f), 240.0);              // max of e4m3fnuz
   EXPECT_TRUE(std::isnan(ja::decode(ja::kE4M3FNUZFormat, 0x80)));
   EXPECT_EQ(ja::decode(ja::kE4M3FNUZFormat, 0x08), std::ldexp(1.0, -7));  // smallest normal
   EXPECT_EQ(ja::decode(ja::kE5M2Format, 0x7b), 57344.0);
@@ -53,8 +53,8 @@ TEST(DType, RoundTripAllCodes) {
     for (uint32_t c = 0; c < codes; ++c) {
       const double v = ja::decode(*f, c);
       if (std::isnan(v)) continue;
-      ASSERT_EQ(ja::encode(*f, v), c) << "format e" << int(f->exp_bits) << "m" << int(f->man_bits)
-                                      << " code " << c;
+      ASSERT_EQ(ja::encode(*f, v), c)
+          << "format e" << int(f->exp_bits) << "m" << int(f->man_bits) << " code " << c;
     }
   }
 }
@@ -63,8 +63,8 @@ TEST(DType, RoundTripAllCodes) {
 // search over all codes (an independent rule) on random and midpoint inputs.
 TEST(DType, EncodeIsNearestEven) {
   std::mt19937 rng(7);
-  for (const ja::MiniFloat* f : {&ja::kE4M3FNFormat, &ja::kE4M3FNUZFormat, &ja::kE5M2Format,
-                                 &ja::kE2M1Format}) {
+  for (const ja::MiniFloat* f :
+       {&ja::kE4M3FNFormat, &ja::kE4M3FNUZFormat, &ja::kE5M2Format, &ja::kE2M1Format}) {
     const uint32_t codes = 1u << (f->exp_bits + f->man_bits + 1);
     std::vector<std::pair<double, uint32_t>> finite;
     for (uint32_t c = 0; c < codes; ++c) {
@@ -110,7 +110,8 @@ TEST(DType, Bf16BitPathMatchesGeneric) {
     const float x = std::bit_cast<float>(bits(rng));
     if (std::isnan(x)) continue;
     ASSERT_EQ(ja::float_to_bf16(x), ja::encode(ja::kBF16Format, x)) << x;
-    ASSERT_EQ(ja::bf16_to_float(ja::float_to_bf16(x)), static_cast<float>(ja::decode(ja::kBF16Format, ja::float_to_bf16(x))));
+    ASSERT_EQ(ja::bf16_to_float(ja::float_to_bf16(x)),
+              static_cast<float>(ja::decode(ja::kBF16Format, ja::float_to_bf16(x))));
   }
 }
 

@@ -140,9 +140,9 @@ std::string StrCat(const Parts&... parts) {
 }  // namespace jax_aiter
 
 // Propagates a non-OK Status from an expression returning Status.
-#define JAX_AITER_RETURN_IF_ERROR(expr)                  \
-  do {                                                   \
-    if (::jax_aiter::Status _st = (expr); !_st.ok()) {   \
-      return _st;                                        \
-    }                                                    \
+#define JAX_AITER_RETURN_IF_ERROR(expr)                \
+  do {                                                 \
+    if (::jax_aiter::Status _st = (expr); !_st.ok()) { \
+      return _st;                                      \
+    }                                                  \
   } while (false)

@@ -29,7 +29,8 @@ struct CtxDecoding<::jax_aiter::ffi::Where<Backend>> {
     if constexpr (Backend::kKind == ::jax_aiter::BackendKind::kHost) {
       return Type{};
     } else {
-      auto stream = CtxDecoding<PlatformStream<typename Backend::Stream>>::Decode(api, ctx, diagnostic);
+      auto stream =
+          CtxDecoding<PlatformStream<typename Backend::Stream>>::Decode(api, ctx, diagnostic);
       if (!stream) return std::nullopt;
       auto device = CtxDecoding<DeviceOrdinal>::Decode(api, ctx, diagnostic);
       if (!device) return std::nullopt;

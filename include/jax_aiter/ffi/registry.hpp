@@ -83,8 +83,8 @@ inline XLA_FFI_Error* register_all(const XLA_FFI_Api* api, const char* platform)
 }  // namespace jax_aiter::ffi
 
 // Emits the C entry `XLA_FFI_Error* symbol(const XLA_FFI_Api*, const char* platform)` in one TU.
-#define JAX_AITER_DEFINE_REGISTER_ALL(symbol)                                           \
-  extern "C" __attribute__((visibility("default"))) XLA_FFI_Error* symbol(                \
-      const XLA_FFI_Api* api, const char* platform) {                                    \
-    return ::jax_aiter::ffi::register_all(api, platform);                               \
+#define JAX_AITER_DEFINE_REGISTER_ALL(symbol)                                                     \
+  extern "C" __attribute__((visibility("default"))) XLA_FFI_Error* symbol(const XLA_FFI_Api* api, \
+                                                                          const char* platform) { \
+    return ::jax_aiter::ffi::register_all(api, platform);                                         \
   }

@@ -21,8 +21,7 @@ template <>
 struct FfiSpec<ops::RmsNorm> {
   using Op = ops::RmsNorm;
   static auto bind(auto b) {
-    return std::move(b).template Arg<AnyBuffer>().template Arg<AnyBuffer>().template Ret<AnyBuffer>()
-        .template Attr<float>("epsilon");
+    return bind_buffers<2, 1>(std::move(b)).template Attr<float>("epsilon");
   }
   static Expected<Op::Params> params(AnyBuffer x, AnyBuffer gamma, Result<AnyBuffer> y, float eps) {
     Op::Params p;
@@ -38,8 +37,7 @@ template <>
 struct FfiSpec<ops::RmsNormWithAdd> {
   using Op = ops::RmsNormWithAdd;
   static auto bind(auto b) {
-    return std::move(b).template Arg<AnyBuffer>().template Arg<AnyBuffer>().template Arg<AnyBuffer>()
-        .template Ret<AnyBuffer>().template Ret<AnyBuffer>().template Attr<float>("epsilon");
+    return bind_buffers<3, 2>(std::move(b)).template Attr<float>("epsilon");
   }
   static Expected<Op::Params> params(AnyBuffer x, AnyBuffer residual, AnyBuffer gamma,
                                      Result<AnyBuffer> y, Result<AnyBuffer> residual_out,
@@ -49,7 +47,8 @@ struct FfiSpec<ops::RmsNormWithAdd> {
     JAX_AITER_RETURN_IF_ERROR(decode_into(p.residual, Op::kName, "residual", residual));
     JAX_AITER_RETURN_IF_ERROR(decode_into(p.gamma, Op::kName, "gamma", gamma));
     JAX_AITER_RETURN_IF_ERROR(decode_into(p.y, Op::kName, "y", *y));
-    JAX_AITER_RETURN_IF_ERROR(decode_into(p.residual_out, Op::kName, "residual_out", *residual_out));
+    JAX_AITER_RETURN_IF_ERROR(
+        decode_into(p.residual_out, Op::kName, "residual_out", *residual_out));
     p.epsilon = eps;
     return p;
   }
@@ -59,9 +58,7 @@ template <>
 struct FfiSpec<ops::RmsNormBwd> {
   using Op = ops::RmsNormBwd;
   static auto bind(auto b) {
-    return std::move(b).template Arg<AnyBuffer>().template Arg<AnyBuffer>().template Arg<AnyBuffer>()
-        .template Ret<AnyBuffer>().template Ret<AnyBuffer>().template Ret<AnyBuffer>()
-        .template Attr<float>("epsilon");
+    return bind_buffers<3, 3>(std::move(b)).template Attr<float>("epsilon");
   }
   static Expected<Op::Params> params(AnyBuffer dy, AnyBuffer x, AnyBuffer gamma,
                                      Result<AnyBuffer> dx, Result<AnyBuffer> dgamma,
@@ -82,9 +79,7 @@ template <>
 struct FfiSpec<ops::RmsNormWithAddBwd> {
   using Op = ops::RmsNormWithAddBwd;
   static auto bind(auto b) {
-    return std::move(b).template Arg<AnyBuffer>().template Arg<AnyBuffer>().template Arg<AnyBuffer>()
-        .template Arg<AnyBuffer>().template Ret<AnyBuffer>().template Ret<AnyBuffer>()
-        .template Ret<AnyBuffer>().template Attr<float>("epsilon");
+    return bind_buffers<4, 3>(std::move(b)).template Attr<float>("epsilon");
   }
   static Expected<Op::Params> params(AnyBuffer dy, AnyBuffer residual_out, AnyBuffer gamma,
                                      AnyBuffer dresidual, Result<AnyBuffer> dx,

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
@@ -12,6 +13,25 @@
 namespace jax_aiter::ffi {
 
 namespace xffi = ::xla::ffi;
+
+// Appends kArgs operands then kRets results, each an AnyBuffer (dtypes are checked by the op, so
+// that FP8/FP4 bind too and errors name the operand), to an FFI binding in call order. (Every
+// return is a fresh binding: XLA's Binding cannot be moved from outside.)
+template <int kArgs, int kRets, typename Binding>
+auto bind_buffers(Binding&& b) {
+  static_assert(kArgs >= 0 && kRets >= 0 && kArgs + kRets > 0);
+  if constexpr (kArgs > 0) {
+    if constexpr (kArgs + kRets == 1) {
+      return std::move(b).template Arg<xffi::AnyBuffer>();
+    } else {
+      return bind_buffers<kArgs - 1, kRets>(std::move(b).template Arg<xffi::AnyBuffer>());
+    }
+  } else if constexpr (kRets == 1) {
+    return std::move(b).template Ret<xffi::AnyBuffer>();
+  } else {
+    return bind_buffers<0, kRets - 1>(std::move(b).template Ret<xffi::AnyBuffer>());
+  }
+}
 
 constexpr std::optional<DType> to_dtype(xffi::DataType t) {
   switch (t) {
@@ -35,14 +55,14 @@ inline Expected<ops::Tensor> to_tensor(std::string_view op, std::string_view ope
                                        const xffi::AnyBuffer& buffer) {
   const auto dtype = to_dtype(buffer.element_type());
   if (!dtype) {
-    return ops::operand_error(op, operand,
-                              StrCat("unsupported XLA dtype (code ",
-                                     static_cast<int>(buffer.element_type()), ")"));
+    return ops::operand_error(
+        op, operand,
+        StrCat("unsupported XLA dtype (code ", static_cast<int>(buffer.element_type()), ")"));
   }
   const auto dims = buffer.dimensions();
   if (dims.size() > static_cast<size_t>(ops::kMaxRank)) {
-    return ops::operand_error(op, operand,
-                              StrCat("rank ", dims.size(), " exceeds the supported ", ops::kMaxRank));
+    return ops::operand_error(
+        op, operand, StrCat("rank ", dims.size(), " exceeds the supported ", ops::kMaxRank));
   }
   ops::Tensor t;
   t.data = buffer.untyped_data();

@@ -62,7 +62,8 @@ void rmsnorm_fwd(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
     }
     const float rstd = 1.f / std::sqrt(ss / static_cast<float>(n) + a.epsilon);
     const S* src = res ? res_out : x;  // the stored residual is what gets normalised
-    for (int64_t j = 0; j < n; ++j) y[base + j] = E::store(E::load(src[base + j]) * rstd * E::load(g[j]));
+    for (int64_t j = 0; j < n; ++j)
+      y[base + j] = E::store(E::load(src[base + j]) * rstd * E::load(g[j]));
   }
 }
 
@@ -106,8 +107,7 @@ template <DType T>
 void rmsnorm_dgamma(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
   using E = Elem<T>;
   const auto a = packed.unpack<RmsNormDgammaArgs>();
-  const int64_t cols =
-      std::min<int64_t>(a.n, int64_t{grid.x} * RmsNormKernelFacts::kDgammaColumns);
+  const int64_t cols = std::min<int64_t>(a.n, int64_t{grid.x} * RmsNormKernelFacts::kDgammaColumns);
   auto* out = static_cast<typename E::Storage*>(a.dgamma);
   for (int64_t j = 0; j < cols; ++j) {
     float s = 0.f;
@@ -130,9 +130,28 @@ struct HostTwins<kernels::RmsNormModule> {
   static constexpr auto bwd_f16 = &kernels::host::rmsnorm_bwd<DType::kF16>;
   static constexpr auto bwd_f32 = &kernels::host::rmsnorm_bwd<DType::kF32>;
   static constexpr std::array<HostTwin, 25> kTwins{
-      fwd_bf16, fwd_bf16, fwd_bf16, fwd_bf16, fwd_f16, fwd_f16, fwd_f16, fwd_f16,
-      fwd_f32,  fwd_f32,  fwd_f32,  bwd_bf16, bwd_bf16, bwd_bf16, bwd_bf16, bwd_f16,
-      bwd_f16,  bwd_f16,  bwd_f16,  bwd_f32,  bwd_f32,  bwd_f32,
+      fwd_bf16,
+      fwd_bf16,
+      fwd_bf16,
+      fwd_bf16,
+      fwd_f16,
+      fwd_f16,
+      fwd_f16,
+      fwd_f16,
+      fwd_f32,
+      fwd_f32,
+      fwd_f32,
+      bwd_bf16,
+      bwd_bf16,
+      bwd_bf16,
+      bwd_bf16,
+      bwd_f16,
+      bwd_f16,
+      bwd_f16,
+      bwd_f16,
+      bwd_f32,
+      bwd_f32,
+      bwd_f32,
       &kernels::host::rmsnorm_dgamma<DType::kBF16>,
       &kernels::host::rmsnorm_dgamma<DType::kF16>,
       &kernels::host::rmsnorm_dgamma<DType::kF32>,

@@ -45,9 +45,7 @@ inline std::string shape_string(const Tensor& t) {
   return s + "]";
 }
 
-inline std::string describe(const Tensor& t) {
-  return StrCat(name(t.dtype), shape_string(t));
-}
+inline std::string describe(const Tensor& t) { return StrCat(name(t.dtype), shape_string(t)); }
 
 // "aiter.rms_norm: operand gamma: expected f32[4096] (like x), got bf16[4095]"
 inline Status operand_error(std::string_view op, std::string_view operand, std::string_view what) {
@@ -58,9 +56,9 @@ inline Status operand_error(std::string_view op, std::string_view operand, std::
 inline Status expect_like(std::string_view op, std::string_view operand, const Tensor& t,
                           const Tensor& like, std::string_view like_name) {
   if (t.dtype != like.dtype || !t.same_shape(like)) {
-    return operand_error(op, operand,
-                         StrCat("expected ", describe(like), " (like ", like_name, "), got ",
-                                describe(t)));
+    return operand_error(
+        op, operand,
+        StrCat("expected ", describe(like), " (like ", like_name, "), got ", describe(t)));
   }
   return {};
 }

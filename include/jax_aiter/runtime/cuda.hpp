@@ -36,8 +36,8 @@ struct Cuda {
     const char* err_text = nullptr;
     cuGetErrorName(r, &err_name);
     cuGetErrorString(r, &err_text);
-    return Internal(StrCat("jax_aiter: ", std::string(what), " failed: ",
-                           err_name ? err_name : "?", " (", err_text ? err_text : "?", ")"));
+    return Internal(StrCat("jax_aiter: ", std::string(what), " failed: ", err_name ? err_name : "?",
+                           " (", err_text ? err_text : "?", ")"));
   }
 
   static Expected<Target> target(int device) {

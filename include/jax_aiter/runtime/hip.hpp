@@ -73,9 +73,9 @@ struct Hip {
     size_t size = l.args.size;
     void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
-    hipError_t e = hipModuleLaunchKernel((*m)->functions[l.kernel], l.grid.x, l.grid.y, l.grid.z,
-                                         l.block.x, l.block.y, l.block.z, l.shared_bytes, stream,
-                                         nullptr, extra);
+    hipError_t e =
+        hipModuleLaunchKernel((*m)->functions[l.kernel], l.grid.x, l.grid.y, l.grid.z, l.block.x,
+                              l.block.y, l.block.z, l.shared_bytes, stream, nullptr, extra);
     if (e != hipSuccess) return error(e, StrCat("launch of ", M::kKernels[l.kernel].symbol));
     return {};
   }

@@ -272,8 +272,13 @@ class CallFrame {
     for (XLA_FFI_Buffer& b : ret_bufs_) ret_ptrs_.push_back(&b);
 
     // XLA passes attributes sorted by name; handlers look them up by their sorted position.
-    std::stable_sort(attrs_.begin(), attrs_.end(),
-                     [](const Attr& a, const Attr& b) { return a.name < b.name; });
+    // A stable insertion sort: a handful of attributes, and no temporary buffer (libstdc++'s
+    // stable_sort uses the deprecated get_temporary_buffer, which clang-22 warns about).
+    for (size_t i = 1; i < attrs_.size(); ++i) {
+      for (size_t j = i; j > 0 && attrs_[j].name < attrs_[j - 1].name; --j) {
+        std::swap(attrs_[j], attrs_[j - 1]);
+      }
+    }
     const size_t n = attrs_.size();
     attr_types_.resize(n);
     name_spans_.resize(n);
