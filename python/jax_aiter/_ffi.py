@@ -73,7 +73,7 @@ def _load(platform: str) -> ctypes.CDLL:
         raise JaxAiterUnavailableError(
             f"jax_aiter: the handler library for platform {platform!r} ({path}) could not be "
             f"loaded: {e}") from e
-    missing = [s for sym in TARGETS.values() for s in (sym, sym + "_initialize", sym + "_traits")
+    missing = [s for sym in TARGETS.values() for s in (sym, sym + "_initialize")
                if not hasattr(lib, s)]
     if not hasattr(lib, "jax_aiter_rms_norm_bwd_workspace_bytes"):
         missing.append("jax_aiter_rms_norm_bwd_workspace_bytes")
@@ -81,17 +81,9 @@ def _load(platform: str) -> ctypes.CDLL:
         raise JaxAiterUnavailableError(
             f"jax_aiter: {path} does not export {', '.join(missing)} "
             "(a stale or foreign build?)")
-    for symbol in TARGETS.values():
-        getattr(lib, symbol + "_traits").restype = ctypes.c_uint32
     lib.jax_aiter_rms_norm_bwd_workspace_bytes.argtypes = [ctypes.c_int64, ctypes.c_int64]
     lib.jax_aiter_rms_norm_bwd_workspace_bytes.restype = ctypes.c_int64
     return lib
-
-
-def _traits(bits: int):
-    from jax._src.lib import xla_client  # CustomCallTargetTraits has no public jax.ffi alias
-
-    return xla_client.CustomCallTargetTraits(bits)
 
 
 def register() -> None:
@@ -121,10 +113,8 @@ def register() -> None:
                     },
                     platform=platform,
                     api_version=1,
-                    # The handler's own traits (command-buffer compatible for the GPU backends,
-                    # whose execute stage only launches): XLA's Python registration does not read
-                    # them from the handler's metadata, so they are passed explicitly.
-                    traits=_traits(int(getattr(lib, symbol + "_traits")())),
+                    # No traits argument: XLA reads them (command-buffer compatible for the GPU
+                    # backends) from the handler's own metadata when it registers it.
                 )
             _libraries[platform] = lib
         _done = True

@@ -131,25 +131,19 @@ struct Handler {
 // Defines, in the consumer's translation unit, the C entry points of one handler:
 //   XLA_FFI_Error* fn(XLA_FFI_CallFrame*)             execute stage
 //   XLA_FFI_Error* fn_initialize(XLA_FFI_CallFrame*)  initialize stage (loads the module)
-//   uint32_t fn_traits()                              the handler's XLA_FFI_Handler_Traits
 // and records it for jax_aiter::ffi::register_all(api, platform).
-#define JAX_AITER_DEFINE_HANDLER(fn, Op, Backend)                                               \
-  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn(XLA_FFI_CallFrame* frame) {                     \
-    return ::jax_aiter::ffi::Handler<Op, Backend>::execute(frame);                              \
-  }                                                                                             \
-  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn##_initialize(XLA_FFI_CallFrame* frame) {        \
-    return ::jax_aiter::ffi::Handler<Op, Backend>::initialize(frame);                           \
-  }                                                                                             \
-  /* Python registration (register_custom_call_target) takes traits as an argument: XLA does */ \
-  /* not read them from the handler's metadata there, so the loader asks for them here. */      \
-  extern "C" JAX_AITER_EXPORT uint32_t fn##_traits() {                                          \
-    return ::jax_aiter::ffi::Handler<Op, Backend>::kTraits;                                     \
-  }                                                                                             \
-  static const ::jax_aiter::ffi::HandlerRegistrar fn##_jax_aiter_registrar {                    \
-    Op::kName, Backend::kKind,                                                                  \
-        XLA_FFI_Handler_Bundle{.instantiate = nullptr,                                          \
-                               .prepare = nullptr,                                              \
-                               .initialize = &fn##_initialize,                                  \
-                               .execute = &fn},                                                 \
-        ::jax_aiter::ffi::Handler<Op, Backend>::kTraits                                         \
+#define JAX_AITER_DEFINE_HANDLER(fn, Op, Backend)                                        \
+  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn(XLA_FFI_CallFrame* frame) {              \
+    return ::jax_aiter::ffi::Handler<Op, Backend>::execute(frame);                       \
+  }                                                                                      \
+  extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn##_initialize(XLA_FFI_CallFrame* frame) { \
+    return ::jax_aiter::ffi::Handler<Op, Backend>::initialize(frame);                    \
+  }                                                                                      \
+  static const ::jax_aiter::ffi::HandlerRegistrar fn##_jax_aiter_registrar {             \
+    Op::kName, Backend::kKind,                                                           \
+        XLA_FFI_Handler_Bundle{.instantiate = nullptr,                                   \
+                               .prepare = nullptr,                                       \
+                               .initialize = &fn##_initialize,                           \
+                               .execute = &fn},                                          \
+        ::jax_aiter::ffi::Handler<Op, Backend>::kTraits                                  \
   }
