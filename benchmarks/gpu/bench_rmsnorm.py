@@ -37,7 +37,8 @@ def device_timed(fn, args, k):
 
     Kernels of the GPU plane's stream lines are grouped into calls by the idle gaps between calls
     (each call ends with block_until_ready, so the device idles while the host starts the next).
-    Returns (seconds per op, kernel names seen) or (None, names) if the grouping fails.
+    Returns (seconds per op, {kernel name: its seconds per op}), or (None, {}) if the grouping
+    fails (the kernels seen are printed).
     """
     from jax._src.lib import _profiler
     jax.block_until_ready(fn(*args))
@@ -56,7 +57,7 @@ def device_timed(fn, args, k):
     kernels.sort()
     names = sorted({name for *_, name in kernels})
     if not kernels:
-        return None, names
+        return None, {}
     calls = [[kernels[0][0], kernels[0][1]]]
     for start, end, _ in kernels[1:]:
         if start - calls[-1][1] > 20_000:  # > 20 us idle: the next call
@@ -65,7 +66,7 @@ def device_timed(fn, args, k):
             calls[-1][1] = max(calls[-1][1], end)
     if len(calls) != R:
         print(f"  (device timing: found {len(calls)} calls, expected {R}; kernels {names})")
-        return None, names
+        return None, {}
     # Each kernel's own time per op (median over calls of its summed durations, / k): where the
     # time of a multi-kernel op goes.
     per_kernel = {}
@@ -203,16 +204,15 @@ def main():
         ]:
             wall, spread = timed(fn, a, K)
             try:
-                dev_t, kernel_names = device_timed(fn, a, K)
+                dev_t, per_kernel = device_timed(fn, a, K)
             except Exception as e:  # noqa: BLE001  (profiler API moved: fall back to wall time)
                 print(f"  (device timing unavailable: {e!r})")
-                dev_t, kernel_names = None, []
+                dev_t, per_kernel = None, {}
             t = dev_t if dev_t else wall
             rows_out[name] = {"ms": t * 1e3, "clock": "device" if dev_t else "wall",
                               "wall_ms": wall * 1e3, "wall_spread_ms": spread * 1e3,
                               "GBps": nbytes / t / 1e9,
-                              "kernels_us": {k_: v_ * 1e6 for k_, v_ in dict(kernel_names).items()}
-                              if isinstance(kernel_names, dict) else {}}
+                              "kernels_us": {nm: sec * 1e6 for nm, sec in per_kernel.items()}}
         copy_bw = copy_bandwidth_events(t_bytes)
         ref_bw = copy_bw if copy_bw else rows_out["xla_negate"]["GBps"] * 1e9
         for v in rows_out.values():
@@ -264,8 +264,9 @@ def main():
         try:
             span, per_kernel = device_timed(fn, (x, g), 200)
         except Exception as e:  # noqa: BLE001
-            span, per_kernel = None, repr(e)
-        if span and isinstance(per_kernel, dict):
+            print(f"  (device timing unavailable: {e!r})")
+            span, per_kernel = None, {}
+        if span:
             busy = sum(per_kernel.values())
             results["chain200"][f"{name}_device_us"] = {"span": span * 1e6, "kernels": busy * 1e6}
             print(f"  chain device time per step ({name}): span {span * 1e6:.2f} us, in kernels "

@@ -226,6 +226,13 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
 
 }  // namespace
 
+// Rows x n: tiny, odd, Llama/Qwen sizes, rows that stream (n > 8192 for 16-bit types), and many
+// rows per dgamma slot.
+const std::vector<std::pair<int64_t, int64_t>> kShapes = {
+    {1, 1},     {3, 7},      {5, 64},    {600, 64},    {7, 3584},
+    {4, 4095},  {33, 4096},  {2, 5120},  {3, 8192},    {2, 16384},
+    {1, 16383}, {5000, 256}, {2100, 33}, {9000, 2048}, {2100, 10240}};
+
 int main() {
   CHECK_CU(cuInit(0));
   CUdevice dev;
@@ -243,21 +250,7 @@ int main() {
   (st.ok() ? passed : failed)++;
   std::mt19937 rng(1234);
   for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
-    for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1},
-                                                                   {3, 7},
-                                                                   {5, 64},
-                                                                   {600, 64},
-                                                                   {7, 3584},
-                                                                   {4, 4095},
-                                                                   {33, 4096},
-                                                                   {2, 5120},
-                                                                   {3, 8192},
-                                                                   {2, 16384},
-                                                                   {1, 16383},
-                                                                   {5000, 256},
-                                                                   {2100, 33},
-                                                                   {9000, 2048},
-                                                                   {2100, 10240}}) {
+    for (auto [rows, n] : kShapes) {
       check_shape(stream, t, rows, n, rng);
     }
   }

@@ -2,9 +2,9 @@
 // Pure C++ (no HIP, no XLA): dispatch is unit-tested on the host.
 //
 //   y = x * rsqrt(mean(x^2, -1) + eps) * gamma                 statistics in float32
-//   rms_norm_with_add: residual_out = x + residual (stored in x's dtype); y =
-//   rms_norm(residual_out) backward: dx = r*(g*dy) - r^3 * x * mean(g*dy*x) [+ dresidual];  dgamma
-//   = sum_rows dy*x*r
+//   rms_norm_with_add: residual_out = x + residual (stored in x's dtype), y = rms_norm(that)
+//   backward: dx = r*(g*dy) - r^3 * x * mean(g*dy*x) [+ dresidual]
+//             dgamma = sum_rows dy*x*r
 // dgamma is reduced in two stages through an XLA-owned float32 workspace: no atomics, so the
 // result is bit-identical from run to run.
 #pragma once
