@@ -17,6 +17,7 @@ namespace ja {
 inline constexpr int kWarp = 32;
 JA_DEVICE int thread_id() { return static_cast<int>(threadIdx.x); }
 JA_DEVICE int block_id() { return static_cast<int>(blockIdx.x); }
+JA_DEVICE int block_count() { return static_cast<int>(gridDim.x); }
 JA_DEVICE void barrier() { __syncthreads(); }
 JA_DEVICE float shuffle_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 JA_DEVICE float rsqrt(float x) { return rsqrtf(x); }
@@ -24,6 +25,37 @@ JA_DEVICE float bits_to_float(uint32_t u) { return __uint_as_float(u); }
 JA_DEVICE uint32_t float_to_bits(float f) { return __float_as_uint(f); }
 JA_DEVICE float half_to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 JA_DEVICE uint16_t float_to_half(float f) { return __half_as_ushort(__float2half_rn(f)); }
+// Data touched once (read or written a single time per kernel): cache-streaming accesses
+// (ld.global.cs / st.global.cs, "evict first"), so a stream bigger than L2 does not push out what
+// is reused (gamma, the dgamma partials). Where they help is measured per kernel, not assumed.
+template <typename P>
+JA_DEVICE P load_once(const P* p) {
+  P out;
+  if constexpr (sizeof(P) == 16) {
+    *reinterpret_cast<uint4*>(&out) = __ldcs(reinterpret_cast<const uint4*>(p));
+  } else if constexpr (sizeof(P) == 8) {
+    *reinterpret_cast<uint2*>(&out) = __ldcs(reinterpret_cast<const uint2*>(p));
+  } else if constexpr (sizeof(P) == 4) {
+    *reinterpret_cast<unsigned*>(&out) = __ldcs(reinterpret_cast<const unsigned*>(p));
+  } else {
+    static_assert(sizeof(P) == 2, "packs are 2, 4, 8 or 16 bytes");
+    *reinterpret_cast<unsigned short*>(&out) = __ldcs(reinterpret_cast<const unsigned short*>(p));
+  }
+  return out;
+}
+template <typename P>
+JA_DEVICE void store_once(P* p, const P& v) {
+  if constexpr (sizeof(P) == 16) {
+    __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
+  } else if constexpr (sizeof(P) == 8) {
+    __stcs(reinterpret_cast<uint2*>(p), *reinterpret_cast<const uint2*>(&v));
+  } else if constexpr (sizeof(P) == 4) {
+    __stcs(reinterpret_cast<unsigned*>(p), *reinterpret_cast<const unsigned*>(&v));
+  } else {
+    static_assert(sizeof(P) == 2, "packs are 2, 4, 8 or 16 bytes");
+    __stcs(reinterpret_cast<unsigned short*>(p), *reinterpret_cast<const unsigned short*>(&v));
+  }
+}
 // sm_90 converts to bf16 in one instruction (round to nearest even, NaN kept).
 #define JA_HAVE_NATIVE_BF16 1
 JA_DEVICE uint16_t float_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
@@ -48,6 +80,14 @@ namespace ja {
 inline constexpr int kWarp = 64;  // CDNA3/CDNA4 run wave64
 JA_DEVICE int thread_id() { return static_cast<int>(__builtin_amdgcn_workitem_id_x()); }
 JA_DEVICE int block_id() { return static_cast<int>(__builtin_amdgcn_workgroup_id_x()); }
+JA_DEVICE int block_count() {
+  // From the HSA dispatch packet: grid_size_x (work-items, u32 at byte 12) over
+  // workgroup_size_x (u16 at byte 4), as HIP's gridDim.x computes it.
+  const auto* packet = static_cast<const unsigned char*>(__builtin_amdgcn_dispatch_ptr());
+  const uint32_t grid = *reinterpret_cast<const uint32_t*>(packet + 12);
+  const uint32_t group = *reinterpret_cast<const uint16_t*>(packet + 4);
+  return static_cast<int>(grid / group);
+}
 JA_DEVICE void barrier() {
   // What HIP's __syncthreads does: make LDS writes visible across the workgroup.
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
@@ -69,6 +109,16 @@ JA_DEVICE float half_to_float(uint16_t h) {
 }
 JA_DEVICE uint16_t float_to_half(float f) {
   return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f));
+}
+// Plain accesses: gfx9's nontemporal hint is the analogue of CUDA's cache-streaming one, but with
+// no AMD GPU to measure it on we do not guess.
+template <typename P>
+JA_DEVICE P load_once(const P* p) {
+  return *p;
+}
+template <typename P>
+JA_DEVICE void store_once(P* p, const P& v) {
+  *p = v;
 }
 }  // namespace ja
 

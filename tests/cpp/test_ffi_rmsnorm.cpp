@@ -349,7 +349,7 @@ void PrintTo(const Shape& s, std::ostream* os) {
 // rows = 600 as [20, 30, n] (rank 3). Backward folds rows onto at most kRmsNormMaxSlots dgamma
 // slots; kFoldRows exceeds that twice over, so slots take two or three rows each.
 constexpr int64_t kFoldRows = 2 * ops::kRmsNormMaxSlots + 3;
-static_assert(ops::rmsnorm_bwd_slots(kFoldRows) < kFoldRows);
+static_assert(ops::rmsnorm_bwd_max_slots(kFoldRows) < kFoldRows);
 
 std::vector<int64_t> dims_for(const Shape& s) {
   if (s.rows == 600) return {20, 30, s.n};
@@ -448,6 +448,53 @@ void check_backward(const Shape& s, uint64_t seed, bool fused) {
       rms_norm_bwd_ref(values(dy), values(x), values(gamma), fused ? &dres : nullptr, kEps);
   EXPECT_TRUE(AllClose("dx", dx, want.dx, tolerance(s.dtype)));
   EXPECT_TRUE(AllClose("dgamma", dgamma, want.dgamma, summed_over(tolerance(s.dtype), rows)));
+}
+
+// What a GPU does with the backward's fill_device launch: it runs only the blocks it holds at once,
+// fewer than the cap the workspace was sized for. The host twins given that smaller grid must fold
+// more rows onto each slot, record the slot count in the header, and still give dx and dgamma.
+TEST(RmsNormHostPersistent, SmallDeviceFoldsMoreRowsPerSlot) {
+  for (int64_t n : {64, 5}) {  // one row per block; several rows per block (tpr below a warp)
+    Rng rng(77 + n);
+    const int64_t rows = 600;
+    Array dy(DType::kF32, {rows, n}), x(DType::kF32, {rows, n}), gamma(DType::kF32, {n});
+    Array dx(DType::kF32, {rows, n}), dgamma(DType::kF32, {n});
+    Array workspace(DType::kU8, {ops::rmsnorm_bwd_workspace_bytes(rows, n)});
+    fill(dy, rng, -1.0, 1.0);
+    fill_signed(x, rng);
+    fill(gamma, rng, 0.5, 1.5);
+    dx.poison();
+    dgamma.poison();
+    workspace.poison();
+    auto tensor = [](Array& a) {
+      ops::Tensor t;
+      t.data = a.data();
+      t.dtype = a.dtype;
+      t.rank = static_cast<int>(a.dims.size());
+      for (int i = 0; i < t.rank; ++i) t.dims[i] = a.dims[i];
+      return t;
+    };
+    ops::RmsNormBwd::Params p{tensor(dy), tensor(x),      tensor(gamma),     {},
+                              tensor(dx), tensor(dgamma), tensor(workspace), kEps};
+    const ja::Target target = *Host::target(0);
+    ASSERT_TRUE(ops::RmsNormBwd::validate(p, target).ok());
+    const auto plan = ops::RmsNormBwd::plan(p, target);
+    ja::kernels::Launch main = plan.launches.launches[0];
+    ASSERT_TRUE(main.fill_device);
+    const auto a = main.args.unpack<ja::kernels::RmsNormBwdArgs>();
+    main.grid.x = ja::kernels::fill_device_blocks(main.grid.x, 3, 1);  // 3 units, 1 block each
+    ASSERT_EQ(main.grid.x, 3u);
+    ASSERT_TRUE(Host::launch<ja::kernels::RmsNormModule>(0, nullptr, main).ok());
+    ASSERT_TRUE(
+        Host::launch<ja::kernels::RmsNormModule>(0, nullptr, plan.launches.launches[1]).ok());
+    int32_t slots = 0;
+    std::memcpy(&slots, workspace.data(), sizeof(slots));
+    EXPECT_EQ(slots, 3 * a.rows_per_block) << "n=" << n;
+    const BwdRef want = rms_norm_bwd_ref(values(dy), values(x), values(gamma), nullptr, kEps);
+    EXPECT_TRUE(AllClose("dx", dx, want.dx, tolerance(DType::kF32))) << "n=" << n;
+    EXPECT_TRUE(AllClose("dgamma", dgamma, want.dgamma, summed_over(tolerance(DType::kF32), rows)))
+        << "n=" << n;
+  }
 }
 
 TEST_P(RmsNormHost, Backward) { check_backward(GetParam(), seed(3), false); }
@@ -725,8 +772,8 @@ struct BwdCall {
 };
 
 TEST(RmsNormFfiErrors, BackwardWorkspaceTooSmall) {
-  // [slots, n] float32 partials, slots = min(rows, kRmsNormMaxSlots).
-  const int64_t need = std::min<int64_t>(600, ops::kRmsNormMaxSlots) * 8 * 4;
+  // A 256-byte header, then [slots, n] float32 partials, slots = min(rows, kRmsNormMaxSlots).
+  const int64_t need = 256 + std::min<int64_t>(600, ops::kRmsNormMaxSlots) * 8 * 4;
   ASSERT_EQ(ops::rmsnorm_bwd_workspace_bytes(600, 8), need);
   BwdCall c;
   EXPECT_TRUE(c.call(false).ok());

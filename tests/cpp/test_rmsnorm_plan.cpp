@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "jax_aiter/ops/rmsnorm.hpp"
+#include "jax_aiter/runtime/occupancy.hpp"
 
 namespace ja = jax_aiter;
 using ja::DType;
@@ -116,19 +117,26 @@ TEST(RmsNormValidate, BackwardWorkspace) {
   p.gamma = tensor(DType::kF32, {64});
   p.dx = tensor(DType::kF32, {600, 64});
   p.dgamma = tensor(DType::kF32, {64});
-  // Up to 1024 rows: one slot each; then 16 rows a slot, between 1024 and 2048 slots.
-  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(600, 64), 600 * 64 * 4);
-  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(5000, 64), 1024 * 64 * 4);
-  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(16384 * 2, 64), 2048 * 64 * 4);
-  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(1 << 20, 64), 2048 * 64 * 4);
-  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(3, 64), 3 * 64 * 4);
-  p.workspace = tensor(DType::kU8, {600 * 64 * 4 - 1});
+  // A 256-byte header, then room for up to 1024 slots of one row each; beyond, 16 rows a slot,
+  // between 1024 and 2048 slots.
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(600, 64), 256 + 600 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(5000, 64), 256 + 1024 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(16384 * 2, 64), 256 + 2048 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(1 << 20, 64), 256 + 2048 * 64 * 4);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_workspace_bytes(3, 64), 256 + 3 * 64 * 4);
+  p.workspace = tensor(DType::kU8, {256 + 600 * 64 * 4 - 1});
   auto st = ja::ops::RmsNormBwd::validate(p, target_for(ja::Arch::kSm90));
-  EXPECT_NE(st.message().find("operand workspace: expected at least 153600 bytes"),
+  EXPECT_NE(st.message().find("operand workspace: expected at least 153856 bytes"),
             std::string::npos)
       << st.message();
-  p.workspace = tensor(DType::kU8, {600 * 64 * 4});
+  p.workspace = tensor(DType::kU8, {256 + 600 * 64 * 4});
   EXPECT_TRUE(ja::ops::RmsNormBwd::validate(p, target_for(ja::Arch::kSm90)).ok());
+  // The header holds an int and the partials move 16 bytes at a time.
+  p.workspace = tensor(DType::kU8, {256 + 600 * 64 * 4}, 0x700008);
+  st = ja::ops::RmsNormBwd::validate(p, target_for(ja::Arch::kSm90));
+  EXPECT_NE(st.message().find("operand workspace: expected a 16-byte aligned buffer"),
+            std::string::npos)
+      << st.message();
 }
 
 // The plan covers every row, respects the kernels' block caps and the warp rules, and picks the
@@ -196,8 +204,11 @@ TEST(RmsNormPlan, BackwardRules) {
         const auto a = main.args.unpack<ja::kernels::RmsNormBwdArgs>();
         const int64_t want_slots =
             rows <= 1024 ? rows : std::min<int64_t>(std::max<int64_t>(rows / 16, 1024), 2048);
-        EXPECT_EQ(a.slots, want_slots);
-        EXPECT_GE(int64_t{main.grid.x} * a.rows_per_block, a.slots);
+        EXPECT_EQ(a.max_slots, want_slots);
+        // A persistent launch capped at the blocks the workspace has room for.
+        EXPECT_TRUE(main.fill_device);
+        EXPECT_EQ(int64_t{main.grid.x}, (a.max_slots + a.rows_per_block - 1) / a.rows_per_block);
+        EXPECT_EQ(a.workspace, p.workspace.data);
         EXPECT_LE(main.block.x, uint32_t{ja::kernels::RmsNormKernelFacts::kMaxThreadsBwd});
         EXPECT_EQ(a.dresidual, p.dresidual.data);
         // The workspace is only 16-byte aligned here: at most 4 floats per access.
@@ -208,10 +219,48 @@ TEST(RmsNormPlan, BackwardRules) {
         }
         const auto& red = plan.launches.launches[1];
         const auto r = red.args.unpack<ja::kernels::RmsNormDgammaArgs>();
-        EXPECT_EQ(r.slots, a.slots);
-        EXPECT_EQ(r.partial, a.dgamma_partial);
+        EXPECT_FALSE(red.fill_device);
+        EXPECT_EQ(r.workspace, a.workspace);
+        EXPECT_EQ(r.n, n);
         EXPECT_GE(int64_t{red.grid.x} * 32, n);  // 32 columns per block
       }
     }
   }
+}
+
+// fill_device launches: the grid a backend resolves from the measured occupancy.
+TEST(FillDevice, ResidentBlocksTimesUnitsUpToTheCap) {
+  EXPECT_EQ(ja::kernels::fill_device_blocks(2048, 132, 3), 396u);  // H100, 3 blocks an SM
+  EXPECT_EQ(ja::kernels::fill_device_blocks(100, 132, 3), 100u);   // capped
+  EXPECT_EQ(ja::kernels::fill_device_blocks(2048, 304, 0), 1u);    // never an empty grid
+}
+
+TEST(FillDevice, OccupancyTableResolvesTheGrid) {
+  ja::runtime::Occupancy occ(132);
+  std::vector<int> asked;
+  // A kernel that holds 2048 / threads blocks, up to 512 threads a block.
+  ASSERT_TRUE(occ.add_kernel([&](int threads) -> ja::Expected<int> {
+                   asked.push_back(threads);
+                   return threads > 512 ? 0 : 2048 / threads;
+                 })
+                  .ok());
+  ASSERT_EQ(asked.size(), 32u);
+  EXPECT_EQ(asked.front(), 32);
+  EXPECT_EQ(asked.back(), 1024);
+  ja::kernels::Launch l;
+  l.kernel = 0;
+  l.grid = {5000, 1, 1};
+  l.block = {256, 1, 1};
+  EXPECT_EQ(occ.grid(l)->x, 5000u);  // not fill_device: as planned
+  l.fill_device = true;
+  EXPECT_EQ(occ.grid(l)->x, 132u * 8);
+  l.block = {512, 1, 1};
+  EXPECT_EQ(occ.grid(l)->x, 132u * 4);
+  l.grid.x = 100;
+  EXPECT_EQ(occ.grid(l)->x, 100u);
+  l.block = {100, 1, 1};  // not whole warps: refused, not guessed
+  EXPECT_FALSE(occ.grid(l).ok());
+  l.block = {256, 1, 1};
+  l.kernel = 1;  // no such kernel
+  EXPECT_FALSE(occ.grid(l).ok());
 }

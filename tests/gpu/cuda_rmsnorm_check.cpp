@@ -110,6 +110,33 @@ bool close(DType t, const std::vector<uint8_t>& got, const std::vector<double>& 
   return ok;
 }
 
+// The backward is a fill_device launch: it must have run exactly as many blocks as the device
+// holds at once (the driver's occupancy of that kernel at that block size, times the SMs), capped
+// by the plan, and said so in the workspace header the reduction reads.
+void check_persistent_slots(const ja::ops::RmsNormWithAddBwd::Params& p, const Dev& ws) {
+  const ja::Target target = *ja::runtime::Cuda::target(0);
+  const auto plan = ja::ops::RmsNormWithAddBwd::plan(p, target);
+  const ja::kernels::Launch& l = plan.launches.launches[0];
+  const auto a = l.args.unpack<ja::kernels::RmsNormBwdArgs>();
+  const auto* m = *ja::runtime::Cuda::module<ja::kernels::RmsNormModule>(0);
+  int per_sm = 0;
+  CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, m->functions[l.kernel],
+                                                       static_cast<int>(l.block.x), 0));
+  const int64_t blocks = std::min<int64_t>(l.grid.x, int64_t{target.compute_units} * per_sm);
+  const int64_t want = std::min<int64_t>(a.max_slots, blocks * a.rows_per_block);
+  int32_t got = -1;
+  const std::vector<uint8_t> header = ws.get(sizeof(got));
+  std::memcpy(&got, header.data(), sizeof(got));
+  const bool ok = got == want;
+  (ok ? passed : failed)++;
+  if (!ok || per_sm < 1) {
+    std::printf(
+        "FAIL rms_norm_bwd slots: header says %d, expected %lld (%d blocks/SM x %d SMs, "
+        "cap %u blocks)\n",
+        got, static_cast<long long>(want), per_sm, target.compute_units, l.grid.x);
+  }
+}
+
 void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937& rng) {
   const size_t count = rows * n, esz = ja::size_bytes(t);
   const double eps = 1e-6;
@@ -194,6 +221,7 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
       return;
     }
     CHECK_CU(cuStreamSynchronize(stream));
+    check_persistent_slots(p, ws);
     std::vector<double> ref(count), dgref(n, 0.0);
     double dx_scale = 0;
     for (int64_t i = 0; i < rows; ++i) {

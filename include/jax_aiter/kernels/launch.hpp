@@ -59,11 +59,23 @@ struct KernelArgs {
 
 struct Launch {
   uint16_t kernel = 0;  // index into the module's kernel table
+  // A persistent launch: grid.x is a cap, and the backend launches only as many blocks as the
+  // whole device holds at once (fill_device_blocks), so none waits for a second wave. The kernel
+  // must cope with any grid from 1 to the cap (it reads its own block count).
+  bool fill_device = false;
   Dim3 grid;
   Dim3 block;
   uint32_t shared_bytes = 0;  // dynamic shared memory
   KernelArgs args;
 };
+
+// Blocks of a fill_device launch: every compute unit's resident blocks (the occupancy of that
+// kernel at that block size), never more than the cap, at least one.
+constexpr uint32_t fill_device_blocks(uint32_t cap, int compute_units, int resident_per_unit) {
+  const int64_t fit = int64_t{compute_units} * resident_per_unit;
+  const int64_t blocks = fit < int64_t{cap} ? fit : int64_t{cap};
+  return blocks < 1 ? 1u : static_cast<uint32_t>(blocks);
+}
 
 // A plan's launches, in order, on one stream; fixed capacity.
 template <size_t Capacity>
@@ -73,13 +85,15 @@ struct LaunchSequence {
 
   // Appends a launch, packing its arguments in place (no copy of the argument buffer).
   template <typename Abi>
-  void add(uint16_t kernel, Dim3 grid, Dim3 block, const Abi& args, uint32_t shared_bytes = 0) {
+  Launch& add(uint16_t kernel, Dim3 grid, Dim3 block, const Abi& args, uint32_t shared_bytes = 0) {
     Launch& l = launches[count++];
     l.kernel = kernel;
+    l.fill_device = false;
     l.grid = grid;
     l.block = block;
     l.shared_bytes = shared_bytes;
     l.args.set(args);
+    return l;
   }
   std::span<const Launch> view() const { return {launches.data(), count}; }
 };

@@ -33,25 +33,23 @@ struct RmsNormBwdArgs {
   const void* gamma;
   const void* dresidual;  // null: plain; else added to dx (gradient reaching the fused residual)
   void* dx;
-  float* dgamma_partial;  // [slots, n] float32 workspace
+  void* workspace;  // header (slots used) + [slots, n] float32 dgamma partials
   int32_t rows;
   int32_t n;
   float epsilon;
   int32_t rows_per_block;
   int32_t threads_per_row;
-  int32_t slots;
+  int32_t max_slots;  // slots used: min(max_slots, launched blocks * rows_per_block)
 };
-static_assert(offsetof(RmsNormBwdArgs, dgamma_partial) == 40 &&
-              offsetof(RmsNormBwdArgs, rows) == 48);
-static_assert(offsetof(RmsNormBwdArgs, slots) == 68 && sizeof(RmsNormBwdArgs) == 72);
+static_assert(offsetof(RmsNormBwdArgs, workspace) == 40 && offsetof(RmsNormBwdArgs, rows) == 48);
+static_assert(offsetof(RmsNormBwdArgs, max_slots) == 68 && sizeof(RmsNormBwdArgs) == 72);
 
 struct RmsNormDgammaArgs {
-  const float* partial;
+  const void* workspace;  // as the backward left it: the slot count is in its header
   void* dgamma;
-  int32_t slots;
   int32_t n;
 };
-static_assert(offsetof(RmsNormDgammaArgs, n) == 20 && sizeof(RmsNormDgammaArgs) == 24);
+static_assert(offsetof(RmsNormDgammaArgs, n) == 16 && sizeof(RmsNormDgammaArgs) == 24);
 
 inline constexpr std::array kRmsNormFwdFields{
     JAX_AITER_ARG_FIELD(RmsNormFwdArgs, x),
@@ -71,29 +69,29 @@ inline constexpr std::array kRmsNormBwdFields{
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, gamma),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dresidual),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dx),
-    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, dgamma_partial),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, workspace),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, rows),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, n),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, epsilon),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, rows_per_block),
     JAX_AITER_ARG_FIELD(RmsNormBwdArgs, threads_per_row),
-    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, slots),
+    JAX_AITER_ARG_FIELD(RmsNormBwdArgs, max_slots),
 };
 inline constexpr std::array kRmsNormDgammaFields{
-    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, partial),
+    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, workspace),
     JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, dgamma),
-    JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, slots),
     JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, n),
 };
 
 // Facts of the kernels, kept in step with kernels_co/rmsnorm.kernel.cpp.
 struct RmsNormKernelFacts {
-  static constexpr int kChunksFwd = 2;         // vectors a thread keeps in registers per row
-  static constexpr int kChunksBwd = 2;         // (backward: dgamma terms per vector)
-  static constexpr int kMaxThreadsFwd = 1024;  // __launch_bounds__ of the forward kernels
-  static constexpr int kMaxThreadsBwd = 512;   // and of the backward kernels
-  static constexpr int kDgammaBlock = 1024;    // threads per block of the dgamma reduction
-  static constexpr int kDgammaColumns = 32;    // columns per block of the dgamma reduction
+  static constexpr int kChunksFwd = 2;               // vectors a thread keeps in registers per row
+  static constexpr int kChunksBwd = 2;               // (backward: dgamma terms per vector)
+  static constexpr int kMaxThreadsFwd = 1024;        // __launch_bounds__ of the forward kernels
+  static constexpr int kMaxThreadsBwd = 512;         // and of the backward kernels
+  static constexpr int kDgammaBlock = 1024;          // threads per block of the dgamma reduction
+  static constexpr int kDgammaColumns = 32;          // columns per block of the dgamma reduction
+  static constexpr int kWorkspaceHeaderBytes = 256;  // the backward workspace's header
 };
 
 // Vector widths built per dtype: 16-byte accesses at most.

@@ -1,11 +1,12 @@
 // Host twins of the RMSNorm kernels: the same arithmetic (float32 statistics, the stored residual
-// normalised, dgamma folded onto `slots` partial rows) read from the very same packed argument
-// bytes, covering exactly the rows the launch grid covers, so a wrong plan or a wrong packing
-// shows up as wrong or unwritten outputs.
+// normalised, dgamma folded onto slots' partial rows, the slot count passed through the workspace
+// header) read from the very same packed argument bytes, covering exactly the rows the launch
+// grid covers, so a wrong plan or a wrong packing shows up as wrong or unwritten outputs.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "jax_aiter/core/dtype.hpp"
@@ -73,16 +74,20 @@ void rmsnorm_bwd(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
   using S = typename E::Storage;
   const auto a = packed.unpack<RmsNormBwdArgs>();
   const int64_t n = a.n;
-  const int64_t slots = std::min<int64_t>(a.slots, int64_t{grid.x} * a.rows_per_block);
+  const int64_t slots = std::min<int64_t>(a.max_slots, int64_t{grid.x} * a.rows_per_block);
+  auto* header = static_cast<int32_t*>(a.workspace);
+  header[0] = static_cast<int32_t>(slots);
+  float* partial = reinterpret_cast<float*>(static_cast<std::byte*>(a.workspace) +
+                                            RmsNormKernelFacts::kWorkspaceHeaderBytes);
   const S* dy = static_cast<const S*>(a.dy);
   const S* x = static_cast<const S*>(a.x);
   const S* g = static_cast<const S*>(a.gamma);
   const S* dres = static_cast<const S*>(a.dresidual);
   S* dx = static_cast<S*>(a.dx);
   for (int64_t s = 0; s < slots; ++s) {
-    float* part = a.dgamma_partial + s * n;
+    float* part = partial + s * n;
     std::fill(part, part + n, 0.f);
-    for (int64_t r = s; r < a.rows; r += a.slots) {
+    for (int64_t r = s; r < a.rows; r += slots) {
       const int64_t base = r * n;
       float ss = 0.f, dot = 0.f;
       for (int64_t j = 0; j < n; ++j) {
@@ -109,9 +114,12 @@ void rmsnorm_dgamma(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
   const auto a = packed.unpack<RmsNormDgammaArgs>();
   const int64_t cols = std::min<int64_t>(a.n, int64_t{grid.x} * RmsNormKernelFacts::kDgammaColumns);
   auto* out = static_cast<typename E::Storage*>(a.dgamma);
+  const int64_t slots = static_cast<const int32_t*>(a.workspace)[0];
+  const float* partial = reinterpret_cast<const float*>(static_cast<const std::byte*>(a.workspace) +
+                                                        RmsNormKernelFacts::kWorkspaceHeaderBytes);
   for (int64_t j = 0; j < cols; ++j) {
     float s = 0.f;
-    for (int64_t r = 0; r < a.slots; ++r) s += a.partial[r * a.n + j];
+    for (int64_t r = 0; r < slots; ++r) s += partial[r * a.n + j];
     out[j] = E::store(s);
   }
 }

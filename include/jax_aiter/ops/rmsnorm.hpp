@@ -61,23 +61,25 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threa
   return l;
 }
 
-// Partial dgamma rows: rows fold onto `slots` (a slot is a group of threads that walks rows
-// slot, slot + slots, ... keeping its dgamma terms in registers). At least 1024 slots make several
-// waves of blocks, so the last wave's tail is small on any GPU; folding 16 rows per slot beyond
-// that keeps the float32 workspace (written once, read once) under a tenth of the traffic. The
-// count depends on the shape alone: Python sizes the workspace at trace time, before any device
-// is known.
+// Partial dgamma rows: rows fold onto slots (a slot is a group of threads that walks rows
+// slot, slot + slots, ... keeping its dgamma terms in registers). The backward is a persistent
+// launch: it runs as many slots as the device holds at once, which the backend knows from the
+// occupancy; the workspace is sized before any device is known (Python sizes it at trace time),
+// so it holds the most slots any device may use: one per row up to 1024 rows, then 16 rows a
+// slot, between 1024 and 2048 slots (an H100 holds 264 to 528 blocks of this kernel).
 inline constexpr int64_t kRmsNormMinSlots = 1024;
 inline constexpr int64_t kRmsNormMaxSlots = 2048;
 inline constexpr int64_t kRmsNormRowsPerSlot = 16;
 
-constexpr int64_t rmsnorm_bwd_slots(int64_t rows) {
+constexpr int64_t rmsnorm_bwd_max_slots(int64_t rows) {
   return std::min(rows, std::clamp(rows / kRmsNormRowsPerSlot, kRmsNormMinSlots, kRmsNormMaxSlots));
 }
 
-// Bytes of the float32 workspace the backward needs: [slots, n].
+// Bytes of the workspace the backward needs: a header (the slot count used, read by the
+// reduction), then [slots, n] float32 partials.
 constexpr int64_t rmsnorm_bwd_workspace_bytes(int64_t rows, int64_t n) {
-  return rmsnorm_bwd_slots(rows) * n * static_cast<int64_t>(sizeof(float));
+  return kernels::RmsNormKernelFacts::kWorkspaceHeaderBytes +
+         rmsnorm_bwd_max_slots(rows) * n * static_cast<int64_t>(sizeof(float));
 }
 
 struct RmsNormPlan {
@@ -223,13 +225,18 @@ struct RmsNormBackward {
           StrCat("expected at least ", need, " bytes (rms_norm_bwd_workspace_bytes), got ",
                  p.workspace.bytes()));
     }
+    if (reinterpret_cast<uintptr_t>(p.workspace.data) % 16 != 0) {
+      return operand_error(kName, "workspace",
+                           StrCat("expected a 16-byte aligned buffer, got address ",
+                                  reinterpret_cast<uintptr_t>(p.workspace.data)));
+    }
     return {};
   }
 
   static Plan plan(const Params& p, const Target& target) {
     const int64_t n = p.x.last();
     const int64_t rows = p.x.elements() / n;
-    const int64_t slots = rmsnorm_bwd_slots(rows);
+    const int64_t max_slots = rmsnorm_bwd_max_slots(rows);
     const void* dresidual = kFused ? p.dresidual.data : nullptr;
     int v = rmsnorm_vec(
         n, p.x.dtype,
@@ -246,21 +253,22 @@ struct RmsNormBackward {
                                  p.gamma.data,
                                  dresidual,
                                  p.dx.data,
-                                 static_cast<float*>(p.workspace.data),
+                                 p.workspace.data,
                                  static_cast<int32_t>(rows),
                                  static_cast<int32_t>(n),
                                  p.epsilon,
                                  l.rows_per_block,
                                  l.threads_per_row,
-                                 static_cast<int32_t>(slots)};
-    kernels::RmsNormDgammaArgs reduce{static_cast<const float*>(p.workspace.data), p.dgamma.data,
-                                      static_cast<int32_t>(slots), static_cast<int32_t>(n)};
+                                 static_cast<int32_t>(max_slots)};
+    kernels::RmsNormDgammaArgs reduce{p.workspace.data, p.dgamma.data, static_cast<int32_t>(n)};
     constexpr int kReduceBlock = kernels::RmsNormKernelFacts::kDgammaBlock;
     constexpr int kReduceColumns = kernels::RmsNormKernelFacts::kDgammaColumns;
     Plan plan;
-    plan.launches.add(Module::bwd_kernel(p.x.dtype, v),
-                      {static_cast<uint32_t>(ceil_div(slots, l.rows_per_block)), 1, 1},
-                      {static_cast<uint32_t>(l.block_threads()), 1, 1}, args);
+    plan.launches
+        .add(Module::bwd_kernel(p.x.dtype, v),
+             {static_cast<uint32_t>(ceil_div(max_slots, l.rows_per_block)), 1, 1},
+             {static_cast<uint32_t>(l.block_threads()), 1, 1}, args)
+        .fill_device = true;
     plan.launches.add(Module::dgamma_kernel(p.x.dtype),
                       {static_cast<uint32_t>(ceil_div(n, kReduceColumns)), 1, 1},
                       {kReduceBlock, 1, 1}, reduce);

@@ -14,6 +14,7 @@
 #include "jax_aiter/runtime/backend.hpp"
 #include "jax_aiter/runtime/embedded.hpp"
 #include "jax_aiter/runtime/module_cache.hpp"
+#include "jax_aiter/runtime/occupancy.hpp"
 
 namespace jax_aiter::runtime {
 
@@ -29,6 +30,7 @@ struct Cuda {
     // Bytes of each kernel's parameters as the cubin declares them: the driver wants exactly that
     // size with CU_LAUNCH_PARAM_BUFFER_SIZE (our struct may carry tail padding beyond it).
     std::vector<size_t> param_bytes;
+    Occupancy occupancy;  // sizes fill_device launches
   };
 
   static Status error(CUresult r, std::string_view what) {
@@ -74,10 +76,12 @@ struct Cuda {
   static Status launch(int device, Stream stream, const kernels::Launch& l) {
     auto m = module<M>(device);
     if (!m) return m.status();
+    auto grid = (*m)->occupancy.grid(l);
+    if (!grid) return grid.status();
     size_t size = (*m)->param_bytes[l.kernel];
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-    CUresult r = cuLaunchKernel((*m)->functions[l.kernel], l.grid.x, l.grid.y, l.grid.z, l.block.x,
+    CUresult r = cuLaunchKernel((*m)->functions[l.kernel], grid->x, grid->y, grid->z, l.block.x,
                                 l.block.y, l.block.z, l.shared_bytes, stream, nullptr, extra);
     if (r != CUDA_SUCCESS) return error(r, StrCat("launch of ", M::kKernels[l.kernel].symbol));
     return {};
@@ -101,6 +105,7 @@ struct Cuda {
     }
     if (CUresult r = cuCtxPushCurrent(ctx); r != CUDA_SUCCESS) return error(r, "cuCtxPushCurrent");
     LoadedModule out;
+    out.occupancy = Occupancy(t->compute_units);
     Status st = [&]() -> Status {
       if (CUresult r = cuModuleLoadData(&out.module, blob->bytes.data()); r != CUDA_SUCCESS) {
         return error(r, StrCat("cuModuleLoadData(", M::kName, ")"));
@@ -115,6 +120,14 @@ struct Cuda {
         if (!bytes) return bytes.status();
         out.functions.push_back(f);
         out.param_bytes.push_back(*bytes);
+        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel([&](int threads) -> Expected<int> {
+          int blocks = 0;
+          CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
+          // A block size the kernel cannot run at (beyond its launch bounds) holds none.
+          if (r == CUDA_ERROR_INVALID_VALUE) return 0;
+          if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+          return blocks;
+        }));
       }
       return {};
     }();

@@ -20,6 +20,7 @@
 #include "jax_aiter/runtime/embedded.hpp"
 #include "jax_aiter/runtime/kernarg_check.hpp"
 #include "jax_aiter/runtime/module_cache.hpp"
+#include "jax_aiter/runtime/occupancy.hpp"
 
 namespace jax_aiter::runtime {
 
@@ -32,6 +33,7 @@ struct Hip {
   struct LoadedModule {
     hipModule_t module = nullptr;
     std::vector<hipFunction_t> functions;  // indexed like the module's kernel table
+    Occupancy occupancy;                   // sizes fill_device launches
   };
 
   static Status error(hipError_t e, std::string_view what) {
@@ -70,11 +72,13 @@ struct Hip {
   static Status launch(int device, Stream stream, const kernels::Launch& l) {
     auto m = module<M>(device);
     if (!m) return m.status();
+    auto grid = (*m)->occupancy.grid(l);
+    if (!grid) return grid.status();
     size_t size = l.args.size;
     void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
     hipError_t e =
-        hipModuleLaunchKernel((*m)->functions[l.kernel], l.grid.x, l.grid.y, l.grid.z, l.block.x,
+        hipModuleLaunchKernel((*m)->functions[l.kernel], grid->x, grid->y, grid->z, l.block.x,
                               l.block.y, l.block.z, l.shared_bytes, stream, nullptr, extra);
     if (e != hipSuccess) return error(e, StrCat("launch of ", M::kKernels[l.kernel].symbol));
     return {};
@@ -105,6 +109,7 @@ struct Hip {
     if (hipError_t e = hipGetDevice(&previous); e != hipSuccess) return error(e, "hipGetDevice");
     if (hipError_t e = hipSetDevice(device); e != hipSuccess) return error(e, "hipSetDevice");
     LoadedModule out;
+    out.occupancy = Occupancy(t->compute_units);
     Status st = [&]() -> Status {
       if (hipError_t e = hipModuleLoadData(&out.module, blob->bytes.data()); e != hipSuccess) {
         return error(e, StrCat("hipModuleLoadData(", M::kName, ")"));
@@ -116,6 +121,15 @@ struct Hip {
           return error(e, StrCat("hipModuleGetFunction(", symbol, ")"));
         }
         out.functions.push_back(f);
+        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel([&](int threads) -> Expected<int> {
+          int blocks = 0;
+          hipError_t e = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
+          if (e == hipErrorInvalidValue) return 0;  // beyond the kernel's launch bounds
+          if (e != hipSuccess) {
+            return error(e, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
+          }
+          return blocks;
+        }));
       }
       return {};
     }();

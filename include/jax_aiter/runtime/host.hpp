@@ -42,6 +42,8 @@ struct Host {
       return Internal(StrCat("jax_aiter: kernel index ", launch.kernel, " out of range for ",
                              std::string(M::kName)));
     }
+    // A fill_device launch runs its whole cap here: the CPU runs blocks one after another, and the
+    // cap is the most blocks (and so the most dgamma slots) any device may use.
     HostTwins<M>::kTwins[launch.kernel](launch.args, launch.grid, launch.block);
     return {};
   }

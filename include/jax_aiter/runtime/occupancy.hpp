@@ -1,0 +1,58 @@
+// Resident blocks per compute unit of every kernel of a loaded module, by block size, measured once
+// when the module loads (cuOccupancyMaxActiveBlocksPerMultiprocessor /
+// hipModuleOccupancyMaxActiveBlocksPerMultiprocessor): what a fill_device launch is sized from,
+// the way CUTLASS sizes persistent grids from the SM count and occupancy.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "jax_aiter/core/status.hpp"
+#include "jax_aiter/kernels/launch.hpp"
+
+namespace jax_aiter::runtime {
+
+class Occupancy {
+ public:
+  static constexpr uint32_t kGranule = 32;  // block sizes measured: 32, 64, ..., 1024 threads
+  static constexpr uint32_t kSizes = 1024 / kGranule;
+
+  Occupancy() = default;
+  explicit Occupancy(int compute_units) : compute_units_(compute_units) {}
+
+  // query(block_threads) -> Expected<int> resident blocks; called for every measured size.
+  template <typename Query>
+  Status add_kernel(Query&& query) {
+    std::array<uint16_t, kSizes> row{};
+    for (uint32_t i = 0; i < kSizes; ++i) {
+      Expected<int> blocks = query(static_cast<int>((i + 1) * kGranule));
+      if (!blocks) return blocks.status();
+      row[i] = static_cast<uint16_t>(*blocks);
+    }
+    resident_.push_back(row);
+    return {};
+  }
+
+  // The grid a launch runs with: as planned, or for fill_device every compute unit's resident
+  // blocks up to the planned cap. No allocation, no driver call.
+  Expected<kernels::Dim3> grid(const kernels::Launch& l) const {
+    if (!l.fill_device) return l.grid;
+    const uint32_t threads = l.block.x * l.block.y * l.block.z;
+    if (l.kernel >= resident_.size() || threads == 0 || threads > kSizes * kGranule ||
+        threads % kGranule != 0 || l.shared_bytes != 0 || l.grid.y != 1 || l.grid.z != 1) {
+      return Internal(StrCat("jax_aiter: a fill_device launch needs a 1-D grid, a whole number of ",
+                             kGranule, " threads up to ", kSizes * kGranule,
+                             " and no dynamic shared memory; got ", threads, " threads, ",
+                             l.shared_bytes, " bytes"));
+    }
+    const int resident = resident_[l.kernel][threads / kGranule - 1];
+    return kernels::Dim3{kernels::fill_device_blocks(l.grid.x, compute_units_, resident), 1, 1};
+  }
+
+ private:
+  int compute_units_ = 1;
+  std::vector<std::array<uint16_t, kSizes>> resident_;  // [kernel][block / kGranule - 1]
+};
+
+}  // namespace jax_aiter::runtime
