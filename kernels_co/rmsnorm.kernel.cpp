@@ -200,8 +200,8 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
       store_once(dxv + i, o);
     };
 
+    P xs[kChunksBwd], ds[kChunksBwd];  // rows that fit: read once, kept for dx
     if (cached) {
-      P xs[kChunksBwd], ds[kChunksBwd];       // read once, kept across the reduction for dx
       for (int c = 0; c < kChunksBwd; ++c) {  // every load issued before any arithmetic
         const int i = c * tpr + lane;
         if (active && i < nvec) {
@@ -212,10 +212,14 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
       for (int c = 0; c < kChunksBwd; ++c) {
         if (active && c * tpr + lane < nvec) accumulate(xs[c], ds[c], g[c]);
       }
-      row_sum(acc, tpr, smem[buffer]);
-      if (!active) continue;
-      const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
-      const float coef = r * r * r * acc[1] / static_cast<float>(n);
+    } else if (active) {
+      for (int i = lane; i < nvec; i += tpr) accumulate(xv[i], dyv[i], gv[i]);
+    }
+    row_sum(acc, tpr, smem[buffer]);
+    if (!active) continue;
+    const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
+    const float coef = r * r * r * acc[1] / static_cast<float>(n);
+    if (cached) {
       for (int c = 0; c < kChunksBwd; ++c) {
         const int i = c * tpr + lane;
         if (i < nvec) emit(i, xs[c], ds[c], g[c], r, coef, dg[c]);
@@ -223,15 +227,6 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     } else {
       // Long rows are read twice (the second time mostly from L2) and the dgamma terms go through
       // the slot's partial row, which only this thread touches at these columns.
-      if (active) {
-        for (int i = lane; i < nvec; i += tpr) {
-          accumulate(xv[i], dyv[i], gv[i]);
-        }
-      }
-      row_sum(acc, tpr, smem[buffer]);
-      if (!active) continue;
-      const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
-      const float coef = r * r * r * acc[1] / static_cast<float>(n);
       for (int i = lane; i < nvec; i += tpr) {
         PF acc_i = part[i];
         emit(i, load_once(xv + i), load_once(dyv + i), gv[i], r, coef, acc_i.v);

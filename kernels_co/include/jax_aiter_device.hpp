@@ -28,33 +28,36 @@ JA_DEVICE uint16_t float_to_half(float f) { return __half_as_ushort(__float2half
 // Data touched once (read or written a single time per kernel): cache-streaming accesses
 // (ld.global.cs / st.global.cs, "evict first"), so a stream bigger than L2 does not push out what
 // is reused (gamma, the dgamma partials). Where they help is measured per kernel, not assumed.
+// The word __ldcs / __stcs move for a pack of that many bytes.
+template <int kBytes>
+struct PackWord;
+template <>
+struct PackWord<16> {
+  using type = uint4;
+};
+template <>
+struct PackWord<8> {
+  using type = uint2;
+};
+template <>
+struct PackWord<4> {
+  using type = unsigned;
+};
+template <>
+struct PackWord<2> {
+  using type = unsigned short;
+};
 template <typename P>
 JA_DEVICE P load_once(const P* p) {
+  using W = typename PackWord<sizeof(P)>::type;
   P out;
-  if constexpr (sizeof(P) == 16) {
-    *reinterpret_cast<uint4*>(&out) = __ldcs(reinterpret_cast<const uint4*>(p));
-  } else if constexpr (sizeof(P) == 8) {
-    *reinterpret_cast<uint2*>(&out) = __ldcs(reinterpret_cast<const uint2*>(p));
-  } else if constexpr (sizeof(P) == 4) {
-    *reinterpret_cast<unsigned*>(&out) = __ldcs(reinterpret_cast<const unsigned*>(p));
-  } else {
-    static_assert(sizeof(P) == 2, "packs are 2, 4, 8 or 16 bytes");
-    *reinterpret_cast<unsigned short*>(&out) = __ldcs(reinterpret_cast<const unsigned short*>(p));
-  }
+  *reinterpret_cast<W*>(&out) = __ldcs(reinterpret_cast<const W*>(p));
   return out;
 }
 template <typename P>
 JA_DEVICE void store_once(P* p, const P& v) {
-  if constexpr (sizeof(P) == 16) {
-    __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
-  } else if constexpr (sizeof(P) == 8) {
-    __stcs(reinterpret_cast<uint2*>(p), *reinterpret_cast<const uint2*>(&v));
-  } else if constexpr (sizeof(P) == 4) {
-    __stcs(reinterpret_cast<unsigned*>(p), *reinterpret_cast<const unsigned*>(&v));
-  } else {
-    static_assert(sizeof(P) == 2, "packs are 2, 4, 8 or 16 bytes");
-    __stcs(reinterpret_cast<unsigned short*>(p), *reinterpret_cast<const unsigned short*>(&v));
-  }
+  using W = typename PackWord<sizeof(P)>::type;
+  __stcs(reinterpret_cast<W*>(p), *reinterpret_cast<const W*>(&v));
 }
 // sm_90 converts to bf16 in one instruction (round to nearest even, NaN kept).
 #define JA_HAVE_NATIVE_BF16 1

@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -271,9 +272,13 @@ int main() {
   CUstream stream;
   CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   // The initialize stage: load the module (and check every kernel's parameters) up front.
+  // Timed: the load includes the occupancy table (32 block sizes for every kernel).
+  const auto t0 = std::chrono::steady_clock::now();
   ja::Status st = ja::runtime::Cuda::prepare<ja::kernels::RmsNormModule>(0);
-  std::printf("%s module load + cuFuncGetParamInfo check of %zu kernels%s%s\n",
-              st.ok() ? "PASS" : "FAIL", ja::kernels::RmsNormModule::kKernels.size(),
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s module load + cuFuncGetParamInfo check of %zu kernels (%.2f ms)%s%s\n",
+              st.ok() ? "PASS" : "FAIL", ja::kernels::RmsNormModule::kKernels.size(), load_ms,
               st.ok() ? "" : ": ", st.message().c_str());
   (st.ok() ? passed : failed)++;
   std::mt19937 rng(1234);

@@ -66,7 +66,7 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threa
 // launch: it runs as many slots as the device holds at once, which the backend knows from the
 // occupancy; the workspace is sized before any device is known (Python sizes it at trace time),
 // so it holds the most slots any device may use: one per row up to 1024 rows, then 16 rows a
-// slot, between 1024 and 2048 slots (an H100 holds 264 to 528 blocks of this kernel).
+// slot, between 1024 and 2048 slots (far more blocks than a GPU of today holds at once).
 inline constexpr int64_t kRmsNormMinSlots = 1024;
 inline constexpr int64_t kRmsNormMaxSlots = 2048;
 inline constexpr int64_t kRmsNormRowsPerSlot = 16;
