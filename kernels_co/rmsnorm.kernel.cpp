@@ -147,7 +147,9 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   const bool cached = nvec <= tpr * kChunksBwd;
 
   // Rows that fit: gamma is read once for all the slot's rows, x and dy once per row (kept in
-  // registers between the reduction and dx), and the slot's dgamma terms stay in registers.
+  // registers between the reduction and dx; the next row's are loaded before this one is reduced,
+  // so a slot keeps loads in flight through its barrier and arithmetic), and the slot's dgamma
+  // terms stay in registers.
   P g[kChunksBwd];
   float dg[kChunksBwd][VEC];
   for (int c = 0; c < kChunksBwd; ++c) {
@@ -163,9 +165,24 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     }
   }
 
+  P xs[kChunksBwd], ds[kChunksBwd];  // this row
+  auto load_cached = [&](int row, P(&xo)[kChunksBwd], P(&dyo)[kChunksBwd]) {
+    if (!slot_active || row >= rows) return;
+    const int64_t b = static_cast<int64_t>(row) * nvec;
+    for (int c = 0; c < kChunksBwd; ++c) {
+      const int i = c * tpr + lane;
+      if (i < nvec) {
+        xo[c] = load_once(static_cast<const P*>(x) + b + i);
+        dyo[c] = load_once(static_cast<const P*>(dy) + b + i);
+      }
+    }
+  };
+  if (cached) load_cached(slot, xs, ds);
   int buffer = 0;
   for (int row0 = first_slot; row0 < rows; row0 += slots, buffer ^= 1) {
     const int row = row0 + (slot - first_slot);
+    P xn[kChunksBwd], dn[kChunksBwd];  // the slot's next row
+    if (cached) load_cached(row + slots, xn, dn);
     const bool active = slot_active && row < rows;
     const int64_t base = static_cast<int64_t>(active ? row : 0) * nvec;
     const P* xv = static_cast<const P*>(x) + base;
@@ -200,15 +217,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
       store_once(dxv + i, o);
     };
 
-    P xs[kChunksBwd], ds[kChunksBwd];  // rows that fit: read once, kept for dx
     if (cached) {
-      for (int c = 0; c < kChunksBwd; ++c) {  // every load issued before any arithmetic
-        const int i = c * tpr + lane;
-        if (active && i < nvec) {
-          xs[c] = load_once(xv + i);
-          ds[c] = load_once(dyv + i);
-        }
-      }
       for (int c = 0; c < kChunksBwd; ++c) {
         if (active && c * tpr + lane < nvec) accumulate(xs[c], ds[c], g[c]);
       }
@@ -232,6 +241,10 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
         emit(i, load_once(xv + i), load_once(dyv + i), gv[i], r, coef, acc_i.v);
         part[i] = acc_i;
       }
+    }
+    for (int c = 0; c < kChunksBwd; ++c) {
+      xs[c] = xn[c];
+      ds[c] = dn[c];
     }
   }
   if (cached && slot_active) {
