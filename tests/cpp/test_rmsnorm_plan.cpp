@@ -184,6 +184,36 @@ TEST(RmsNormPlan, ForwardRules) {
   }
 }
 
+// The fused forward has kernels of its own (the plain one is compiled without the residual path):
+// same layout as the plain forward, the residual pointers passed through.
+TEST(RmsNormPlan, FusedForwardUsesTheAddKernels) {
+  for (ja::Arch arch : {ja::Arch::kGfx942, ja::Arch::kSm90}) {
+    const ja::Target t = target_for(arch);
+    for (DType d : {DType::kBF16, DType::kF16, DType::kF32}) {
+      for (int64_t n : {8, 4095, 4096}) {
+        ja::ops::RmsNormWithAdd::Params p;
+        p.x = tensor(d, {33, n}, 0x100000);
+        p.gamma = tensor(d, {n}, 0x200000);
+        p.y = tensor(d, {33, n}, 0x300000);
+        p.residual = tensor(d, {33, n}, 0x400000);
+        p.residual_out = tensor(d, {33, n}, 0x500000);
+        ASSERT_TRUE(ja::ops::RmsNormWithAdd::validate(p, t).ok());
+        const auto fused = ja::ops::RmsNormWithAdd::plan(p, t).launches.launches[0];
+        const auto plain = ja::ops::RmsNorm::plan(fwd_params(d, 33, n), t).launches.launches[0];
+        const int vec = expected_vec(d, n, 0);
+        EXPECT_EQ(ja::kernels::RmsNormModule::kKernels[fused.kernel].symbol,
+                  std::string("jax_aiter_rmsnorm_fwd_add_") + std::string(ja::name(d)) + "_v" +
+                      std::to_string(vec));
+        EXPECT_EQ(fused.grid.x, plain.grid.x);
+        EXPECT_EQ(fused.block.x, plain.block.x);
+        const auto a = fused.args.unpack<ja::kernels::RmsNormFwdArgs>();
+        EXPECT_EQ(a.residual, p.residual.data);
+        EXPECT_EQ(a.residual_out, p.residual_out.data);
+      }
+    }
+  }
+}
+
 TEST(RmsNormPlan, BackwardRules) {
   for (ja::Arch arch : {ja::Arch::kGfx950, ja::Arch::kSm90}) {
     const ja::Target t = target_for(arch);

@@ -111,8 +111,9 @@ constexpr KernelInfo dgamma(std::string_view s) {
 
 struct RmsNormModule {
   static constexpr std::string_view kName = "rmsnorm";
-  // Order: 11 forward (bf16 v1..v8, f16 v1..v8, f32 v1..v4), 11 backward likewise, 3 reductions.
-  static constexpr std::array<KernelInfo, 25> kKernels{{
+  // Order: 11 forward (bf16 v1..v8, f16 v1..v8, f32 v1..v4), 11 fused forward and 11 backward
+  // likewise, 3 reductions.
+  static constexpr std::array<KernelInfo, 36> kKernels{{
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"),
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"),
@@ -124,6 +125,17 @@ struct RmsNormModule {
       detail::fwd("jax_aiter_rmsnorm_fwd_f32_v1"),
       detail::fwd("jax_aiter_rmsnorm_fwd_f32_v2"),
       detail::fwd("jax_aiter_rmsnorm_fwd_f32_v4"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v1"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v4"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v8"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v1"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v4"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v8"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f32_v1"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f32_v2"),
+      detail::fwd("jax_aiter_rmsnorm_fwd_add_f32_v4"),
       detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v1"),
       detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v2"),
       detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v4"),
@@ -146,19 +158,25 @@ struct RmsNormModule {
   static constexpr uint16_t vec_slot(int vec) {
     return vec == 1 ? 0 : vec == 2 ? 1 : vec == 4 ? 2 : 3;
   }
-  static constexpr uint16_t fwd_kernel(DType t, int vec) {
+  // 11 kernels of each kind: bf16 and f16 at 1, 2, 4, 8 elements per access, f32 at 1, 2, 4.
+  static constexpr uint16_t by_vec(DType t, int vec) {
     return static_cast<uint16_t>(dtype_slot(t) * 4 + vec_slot(vec));
   }
+  static constexpr uint16_t fwd_kernel(DType t, int vec, bool fused) {
+    return static_cast<uint16_t>((fused ? 11 : 0) + by_vec(t, vec));
+  }
   static constexpr uint16_t bwd_kernel(DType t, int vec) {
-    return static_cast<uint16_t>(11 + fwd_kernel(t, vec));
+    return static_cast<uint16_t>(22 + by_vec(t, vec));
   }
   static constexpr uint16_t dgamma_kernel(DType t) {
-    return static_cast<uint16_t>(22 + dtype_slot(t));
+    return static_cast<uint16_t>(33 + dtype_slot(t));
   }
 };
 
-static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kF32, 4)].symbol ==
+static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kF32, 4, false)].symbol ==
               "jax_aiter_rmsnorm_fwd_f32_v4");
+static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kBF16, 1, true)].symbol ==
+              "jax_aiter_rmsnorm_fwd_add_bf16_v1");
 static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8)].symbol ==
               "jax_aiter_rmsnorm_bwd_f16_v8");
 static_assert(RmsNormModule::kKernels[RmsNormModule::dgamma_kernel(DType::kF32)].symbol ==

@@ -137,7 +137,19 @@ struct HostTwins<kernels::RmsNormModule> {
   static constexpr auto bwd_bf16 = &kernels::host::rmsnorm_bwd<DType::kBF16>;
   static constexpr auto bwd_f16 = &kernels::host::rmsnorm_bwd<DType::kF16>;
   static constexpr auto bwd_f32 = &kernels::host::rmsnorm_bwd<DType::kF32>;
-  static constexpr std::array<HostTwin, 25> kTwins{
+  // The forward twin reads the residual pointer, so it stands for the plain and fused kernels.
+  static constexpr std::array<HostTwin, 36> kTwins{
+      fwd_bf16,
+      fwd_bf16,
+      fwd_bf16,
+      fwd_bf16,
+      fwd_f16,
+      fwd_f16,
+      fwd_f16,
+      fwd_f16,
+      fwd_f32,
+      fwd_f32,
+      fwd_f32,
       fwd_bf16,
       fwd_bf16,
       fwd_bf16,

@@ -182,7 +182,7 @@ struct RmsNormForward {
                                  l.rows_per_block,
                                  l.threads_per_row};
     Plan plan;
-    plan.launches.add(Module::fwd_kernel(p.x.dtype, vec),
+    plan.launches.add(Module::fwd_kernel(p.x.dtype, vec, kFused),
                       {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
                       {static_cast<uint32_t>(l.block_threads()), 1, 1}, args);
     return plan;
