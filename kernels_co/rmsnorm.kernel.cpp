@@ -62,8 +62,8 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   const int nvec = n / VEC;
   const int64_t base = static_cast<int64_t>(active ? row : 0) * nvec;
   const P* xv = static_cast<const P*>(x) + base;
-  const P* rv = static_cast<const P*>(residual) + base;  // kFused only
-  P* rov = static_cast<P*>(residual_out) + base;
+  const P* rv = kFused ? static_cast<const P*>(residual) + base : nullptr;  // null in the plain one
+  P* rov = kFused ? static_cast<P*>(residual_out) + base : nullptr;
   const P* gv = static_cast<const P*>(gamma);
   P* yv = static_cast<P*>(y) + base;
 
