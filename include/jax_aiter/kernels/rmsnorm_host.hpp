@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -128,54 +129,38 @@ void rmsnorm_dgamma(const KernelArgs& packed, Dim3 grid, Dim3 /*block*/) {
 
 namespace jax_aiter::runtime {
 
-// Parallel to RmsNormModule::kKernels (the vector width changes nothing on the host).
+namespace detail {
+using RmsNormTwins = std::array<HostTwin, kernels::RmsNormModule::kKernels.size()>;
+
+// One twin per dtype and kind, at the indices the module's own functions give (the vector width
+// changes nothing on the host; the forward twin reads the residual pointer, so it stands for the
+// plain and the fused kernels).
+template <DType T>
+constexpr void place_rmsnorm_twins(RmsNormTwins& t) {
+  using M = kernels::RmsNormModule;
+  for (int vec = 1; vec <= kernels::rmsnorm_max_vec(T); vec *= 2) {
+    t[M::fwd_kernel(T, vec, false)] = &kernels::host::rmsnorm_fwd<T>;
+    t[M::fwd_kernel(T, vec, true)] = &kernels::host::rmsnorm_fwd<T>;
+    t[M::bwd_kernel(T, vec)] = &kernels::host::rmsnorm_bwd<T>;
+  }
+  t[M::dgamma_kernel(T)] = &kernels::host::rmsnorm_dgamma<T>;
+}
+
+constexpr RmsNormTwins rmsnorm_twins() {
+  RmsNormTwins t{};
+  place_rmsnorm_twins<DType::kBF16>(t);
+  place_rmsnorm_twins<DType::kF16>(t);
+  place_rmsnorm_twins<DType::kF32>(t);
+  return t;
+}
+}  // namespace detail
+
+// Parallel to RmsNormModule::kKernels.
 template <>
 struct HostTwins<kernels::RmsNormModule> {
-  static constexpr auto fwd_bf16 = &kernels::host::rmsnorm_fwd<DType::kBF16>;
-  static constexpr auto fwd_f16 = &kernels::host::rmsnorm_fwd<DType::kF16>;
-  static constexpr auto fwd_f32 = &kernels::host::rmsnorm_fwd<DType::kF32>;
-  static constexpr auto bwd_bf16 = &kernels::host::rmsnorm_bwd<DType::kBF16>;
-  static constexpr auto bwd_f16 = &kernels::host::rmsnorm_bwd<DType::kF16>;
-  static constexpr auto bwd_f32 = &kernels::host::rmsnorm_bwd<DType::kF32>;
-  // The forward twin reads the residual pointer, so it stands for the plain and fused kernels.
-  static constexpr std::array<HostTwin, 36> kTwins{
-      fwd_bf16,
-      fwd_bf16,
-      fwd_bf16,
-      fwd_bf16,
-      fwd_f16,
-      fwd_f16,
-      fwd_f16,
-      fwd_f16,
-      fwd_f32,
-      fwd_f32,
-      fwd_f32,
-      fwd_bf16,
-      fwd_bf16,
-      fwd_bf16,
-      fwd_bf16,
-      fwd_f16,
-      fwd_f16,
-      fwd_f16,
-      fwd_f16,
-      fwd_f32,
-      fwd_f32,
-      fwd_f32,
-      bwd_bf16,
-      bwd_bf16,
-      bwd_bf16,
-      bwd_bf16,
-      bwd_f16,
-      bwd_f16,
-      bwd_f16,
-      bwd_f16,
-      bwd_f32,
-      bwd_f32,
-      bwd_f32,
-      &kernels::host::rmsnorm_dgamma<DType::kBF16>,
-      &kernels::host::rmsnorm_dgamma<DType::kF16>,
-      &kernels::host::rmsnorm_dgamma<DType::kF32>,
-  };
+  static constexpr detail::RmsNormTwins kTwins = detail::rmsnorm_twins();
+  static_assert(std::ranges::none_of(kTwins, [](HostTwin f) { return f == nullptr; }),
+                "every RMSNorm kernel has a host twin");
 };
 
 }  // namespace jax_aiter::runtime
