@@ -60,7 +60,7 @@ def device_timed(fn, args, k):
         return None, {}
     calls = [[kernels[0][0], kernels[0][1]]]
     for start, end, _ in kernels[1:]:
-        if start - calls[-1][1] > 20_000:  # > 20 us idle: the next call
+        if start - calls[-1][1] > 1_000_000:  # > 1 ms idle (the calls are 2 ms apart): the next call
             calls.append([start, end])
         else:
             calls[-1][1] = max(calls[-1][1], end)
