@@ -17,6 +17,8 @@ get_filename_component(JAX_AITER_KERNELS_DIR "${JAX_AITER_KERNELS_DIR}" ABSOLUTE
 
 find_program(JAX_AITER_CLANG NAMES clang++-22 DOC "clang++ able to target gfx942/gfx950")
 find_program(JAX_AITER_NVCC NAMES nvcc HINTS /usr/local/cuda/bin DOC "nvcc for sm_90 cubins")
+# nvcc's options for our sm_90 kernels (also used by the tests that read their PTX).
+set(JAX_AITER_NVCC_OPTIONS -arch=sm_90 -O3 -std=c++17 -x cu)
 set(JAX_AITER_AITER_ROOT "" CACHE PATH "AITER checkout whose hsa/<arch>/ code objects to embed")
 
 include("${JAX_AITER_KERNELS_DIR}/aiter_manifest.cmake")
@@ -65,7 +67,7 @@ function(jax_aiter_compile_portable out_var op arch)
     set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
     add_custom_command(
       OUTPUT "${out}"
-      COMMAND "${JAX_AITER_NVCC}" -cubin -arch=sm_90 -O3 -std=c++17 -x cu
+      COMMAND "${JAX_AITER_NVCC}" -cubin ${JAX_AITER_NVCC_OPTIONS}
               -I "${JAX_AITER_KERNELS_DIR}/include" -o "${out}" "${src}"
       DEPENDS ${deps}
       COMMENT "jax_aiter: ${op} for sm_90 (nvcc)"

@@ -7,6 +7,9 @@
 // vectors lane, lane + tpr, lane + 2 tpr, ... of its row. When a row fits in CHUNKS vectors per
 // thread it stays in registers (one read of x); otherwise the row is streamed twice (the second
 // read is served by L2 for the row sizes where that happens).
+//
+// Helpers take packs by value: a pack bound to a const reference straight from global memory was
+// read by nvcc one element at a time (tests/cpp/test_kernel_loads.cpp checks the PTX).
 #include "jax_aiter_device.hpp"
 
 namespace ja {
@@ -80,10 +83,10 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
     store_once(rov + i, sum);  // the stored residual is what gets normalised
     return sum;
   };
-  auto sum_squares = [](const P& a, float& acc) {
+  auto sum_squares = [](P a, float& acc) {
     for (int k = 0; k < VEC; ++k) acc += E::load(a.v[k]) * E::load(a.v[k]);
   };
-  auto store_row = [&](int i, const P& a, float r) {
+  auto store_row = [&](int i, P a, float r) {
     const P g = gv[i];
     P o;
     for (int k = 0; k < VEC; ++k) o.v[k] = E::store(E::load(a.v[k]) * r * E::load(g.v[k]));
@@ -194,7 +197,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
     P* dxv = static_cast<P*>(dx) + base;
 
     float acc[2] = {0.f, 0.f};  // sum x^2, sum g*dy*x
-    auto accumulate = [&](const P& a, const P& d, const P& gi) {
+    auto accumulate = [&](P a, P d, P gi) {
       for (int k = 0; k < VEC; ++k) {
         const float xk = E::load(a.v[k]);
         acc[0] += xk * xk;
@@ -202,8 +205,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
       }
     };
     // Writes dx for vector i and adds this row's dgamma term into dgo.
-    auto emit = [&](int i, const P& a, const P& d, const P& gi, float r, float coef,
-                    float(&dgo)[VEC]) {
+    auto emit = [&](int i, P a, P d, P gi, float r, float coef, float(&dgo)[VEC]) {
       P o;
       float extra[VEC];
       if (drv) {

@@ -48,3 +48,24 @@ else()
 
   add_test(NAME test_code_object COMMAND test_code_object)
 endif()
+
+# test_kernel_loads: every global load of our sm_90 kernels moves at least one whole vector (read
+# from their PTX, built with the cubin's nvcc options). nvcc only; skipped without it.
+if(JAX_AITER_NVCC)
+  set(_jax_aiter_rmsnorm_ptx ${CMAKE_CURRENT_BINARY_DIR}/rmsnorm.sm_90.ptx)
+  add_custom_command(
+    OUTPUT ${_jax_aiter_rmsnorm_ptx}
+    COMMAND ${JAX_AITER_NVCC} -ptx ${JAX_AITER_NVCC_OPTIONS} -I ${JAX_AITER_KERNELS_DIR}/include
+            -o ${_jax_aiter_rmsnorm_ptx} ${JAX_AITER_KERNELS_DIR}/rmsnorm.kernel.cpp
+    DEPENDS ${JAX_AITER_KERNELS_DIR}/rmsnorm.kernel.cpp
+            ${JAX_AITER_KERNELS_DIR}/include/jax_aiter_device.hpp
+    COMMENT "PTX of rmsnorm.kernel.cpp for test_kernel_loads"
+    VERBATIM)
+  add_custom_target(test_kernel_loads_ptx DEPENDS ${_jax_aiter_rmsnorm_ptx})
+  jax_aiter_test(test_kernel_loads)
+  add_dependencies(test_kernel_loads test_kernel_loads_ptx)
+  target_compile_definitions(test_kernel_loads PRIVATE
+    JAX_AITER_TEST_RMSNORM_PTX="${_jax_aiter_rmsnorm_ptx}")
+else()
+  message(STATUS "jax_aiter: test_kernel_loads off (nvcc not found)")
+endif()

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -39,24 +40,31 @@ ja::ops::Tensor tensor(CUdeviceptr p, DType t, std::vector<int64_t> dims) {
   return out;
 }
 
-// Random bf16 data (never zeros), tiled from one pool so that filling many GiB takes no time;
-// each allocation starts at another offset of the pool.
-CUdeviceptr alloc_random(size_t count, std::mt19937& rng) {
-  static std::vector<uint16_t> pool = [&] {
-    std::vector<uint16_t> h((size_t{1} << 22) + 4099);  // odd length: rows do not repeat in step
+// Random data of dtype t (normal, never zeros), tiled from one pool so that filling many GiB
+// takes no time; each allocation starts at another offset of the pool.
+CUdeviceptr alloc_random(DType t, size_t count, std::mt19937& rng) {
+  static std::vector<float> pool = [&] {
+    std::vector<float> h((size_t{1} << 22) + 4099);  // odd length: rows do not repeat in step
     std::normal_distribution<float> d(0.f, 1.f);
-    for (auto& v : h) v = ja::float_to_bf16(d(rng));
+    for (auto& v : h) v = d(rng);
     return h;
   }();
-  std::vector<uint16_t> h(count);
+  const size_t esz = ja::size_bytes(t);
+  std::vector<uint8_t> h(count * esz);
   size_t at = rng() % pool.size();
   for (size_t i = 0; i < count; ++i) {
-    h[i] = pool[at];
+    const float v = pool[at];
+    if (t == DType::kF32) {
+      std::memcpy(&h[i * 4], &v, 4);
+    } else {
+      const uint16_t b = t == DType::kBF16 ? ja::float_to_bf16(v) : ja::float_to_f16(v);
+      std::memcpy(&h[i * 2], &b, 2);
+    }
     if (++at == pool.size()) at = 0;
   }
   CUdeviceptr p;
-  CHECK_CU(cuMemAlloc(&p, count * 2));
-  CHECK_CU(cuMemcpyHtoD(p, h.data(), count * 2));
+  CHECK_CU(cuMemAlloc(&p, h.size()));
+  CHECK_CU(cuMemcpyHtoD(p, h.data(), h.size()));
   return p;
 }
 
@@ -98,18 +106,28 @@ int main() {
   std::printf("device: %s\n", name);
   std::mt19937 rng(5);
   ja::ffi::Where<ja::runtime::Cuda> where{s, 0};
-  for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{16384, 4096}, {32768, 8192}}) {
-    const size_t count = rows * n, bytes = count * 2;
+  // The benchmark shapes of issue 3, then rows that do not fit a thread group's registers and are
+  // streamed twice (bf16 backward past n = 8192, bf16 forward past 16384, f32 backward past 4096).
+  struct Shape {
+    int64_t rows, n;
+    DType t;
+  };
+  for (auto [rows, n, t] : std::vector<Shape>{{16384, 4096, DType::kBF16},
+                                              {32768, 8192, DType::kBF16},
+                                              {4096, 16384, DType::kBF16},
+                                              {2048, 32768, DType::kBF16},
+                                              {8192, 8192, DType::kF32}}) {
+    const size_t count = rows * n, bytes = count * ja::size_bytes(t);
     CUdeviceptr x[kSets], r[kSets], dy[kSets], y[kSets], ro[kSets];
     for (int i = 0; i < kSets; ++i) {
-      x[i] = alloc_random(count, rng);
-      r[i] = alloc_random(count, rng);
-      dy[i] = alloc_random(count, rng);
+      x[i] = alloc_random(t, count, rng);
+      r[i] = alloc_random(t, count, rng);
+      dy[i] = alloc_random(t, count, rng);
       CHECK_CU(cuMemAlloc(&y[i], bytes));
       CHECK_CU(cuMemAlloc(&ro[i], bytes));
     }
-    CUdeviceptr g = alloc_random(n, rng), dg, ws;
-    CHECK_CU(cuMemAlloc(&dg, n * 2));
+    CUdeviceptr g = alloc_random(t, n, rng), dg, ws;
+    CHECK_CU(cuMemAlloc(&dg, n * ja::size_bytes(t)));
     CHECK_CU(cuMemAlloc(&ws, ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)));
     CHECK_CU(cuCtxSynchronize());  // uploads (legacy stream) done before the timed stream runs
     auto must = [](const ja::Status& st) {
@@ -121,30 +139,25 @@ int main() {
     const double copy =
         median_ms(s, [&](int i) { CHECK_CU(cuMemcpyDtoDAsync(y[i], x[i], bytes, s)); });
     const double fwd = median_ms(s, [&](int i) {
-      ja::ops::RmsNorm::Params p{tensor(x[i], DType::kBF16, {rows, n}),
-                                 tensor(g, DType::kBF16, {n}),
-                                 tensor(y[i], DType::kBF16, {rows, n}),
-                                 {},
-                                 {},
-                                 1e-6f};
+      ja::ops::RmsNorm::Params p{
+          tensor(x[i], t, {rows, n}), tensor(g, t, {n}), tensor(y[i], t, {rows, n}), {}, {}, 1e-6f};
       must(ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p));
     });
     const double fused = median_ms(s, [&](int i) {
-      ja::ops::RmsNormWithAdd::Params p{
-          tensor(x[i], DType::kBF16, {rows, n}),  tensor(g, DType::kBF16, {n}),
-          tensor(y[i], DType::kBF16, {rows, n}),  tensor(r[i], DType::kBF16, {rows, n}),
-          tensor(ro[i], DType::kBF16, {rows, n}), 1e-6f};
+      ja::ops::RmsNormWithAdd::Params p{tensor(x[i], t, {rows, n}),  tensor(g, t, {n}),
+                                        tensor(y[i], t, {rows, n}),  tensor(r[i], t, {rows, n}),
+                                        tensor(ro[i], t, {rows, n}), 1e-6f};
       must(ja::ffi::Handler<ja::ops::RmsNormWithAdd, ja::runtime::Cuda>::run(where, p));
     });
     // Backward on input set i (dx written into y[i]).
     auto bwd_params = [&](int i) {
       return ja::ops::RmsNormBwd::Params{
-          tensor(dy[i], DType::kBF16, {rows, n}),
-          tensor(x[i], DType::kBF16, {rows, n}),
-          tensor(g, DType::kBF16, {n}),
+          tensor(dy[i], t, {rows, n}),
+          tensor(x[i], t, {rows, n}),
+          tensor(g, t, {n}),
           {},
-          tensor(y[i], DType::kBF16, {rows, n}),
-          tensor(dg, DType::kBF16, {n}),
+          tensor(y[i], t, {rows, n}),
+          tensor(dg, t, {n}),
           tensor(ws, DType::kU8, {ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)}),
           1e-6f};
     };
@@ -162,8 +175,8 @@ int main() {
       });
     }
     const double copy_gbps = 2.0 * bytes / copy / 1e6;
-    std::printf("\n[%lld, %lld] bf16 (CUDA events, median of %d)\n", (long long)rows, (long long)n,
-                kRepeats);
+    std::printf("\n[%lld, %lld] %s (CUDA events, median of %d)\n", (long long)rows, (long long)n,
+                std::string(ja::name(t)).c_str(), kRepeats);
     std::printf("%-22s %9s %9s %9s\n", "op", "ms", "GB/s", "of copy");
     auto row = [&](const char* op, double ms, double moved) {
       const double gbps = moved / ms / 1e6;
