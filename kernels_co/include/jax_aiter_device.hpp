@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #define JA_KERNEL_BOUNDED(max_threads) extern "C" __global__ __launch_bounds__(max_threads)
+// And with at least min_blocks such blocks resident on a multiprocessor (caps the registers).
+#define JA_KERNEL_BOUNDED_RESIDENT(max_threads, min_blocks) \
+  extern "C" __global__ __launch_bounds__(max_threads, min_blocks)
 #define JA_DEVICE __device__ __forceinline__
 #define JA_SHARED __shared__
 
@@ -76,6 +79,9 @@ typedef unsigned long uintptr_t;
 #define __shared__ __attribute__((shared))
 #define JA_KERNEL_BOUNDED(max_threads) \
   extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(1, max_threads)))
+// The residency hint is CUDA's (its register cap was measured on H100); on AMD the kernel gets the
+// block cap alone.
+#define JA_KERNEL_BOUNDED_RESIDENT(max_threads, min_blocks) JA_KERNEL_BOUNDED(max_threads)
 #define JA_DEVICE __device__ inline __attribute__((always_inline))
 #define JA_SHARED __shared__
 

@@ -88,7 +88,7 @@ struct RmsNormKernelFacts {
   static constexpr int kChunksFwd = 2;               // vectors a thread keeps in registers per row
   static constexpr int kChunksBwd = 2;               // (backward: dgamma terms per vector)
   static constexpr int kMaxThreadsFwd = 1024;        // __launch_bounds__ of the forward kernels
-  static constexpr int kMaxThreadsBwd = 512;         // and of the backward kernels
+  static constexpr int kMaxThreadsBwd = 512;         // and of the backward kernels (both kinds)
   static constexpr int kDgammaBlock = 1024;          // threads per block of the dgamma reduction
   static constexpr int kDgammaColumns = 32;          // columns per block of the dgamma reduction
   static constexpr int kWorkspaceHeaderBytes = 256;  // the backward workspace's header
@@ -111,9 +111,9 @@ constexpr KernelInfo dgamma(std::string_view s) {
 
 struct RmsNormModule {
   static constexpr std::string_view kName = "rmsnorm";
-  // Order: 11 forward (bf16 v1..v8, f16 v1..v8, f32 v1..v4), 11 fused forward and 11 backward
-  // likewise, 3 reductions.
-  static constexpr std::array<KernelInfo, 36> kKernels{{
+  // Order: 11 kernels of each kind (bf16 v1..v8, f16 v1..v8, f32 v1..v4): forward, fused forward,
+  // backward, backward for rows past the registers (streamed); then 3 reductions.
+  static constexpr std::array<KernelInfo, 47> kKernels{{
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"),
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"),
@@ -147,6 +147,17 @@ struct RmsNormModule {
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v1"),
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v2"),
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v4"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v1"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v4"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v8"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v1"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v4"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v8"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f32_v1"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f32_v2"),
+      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f32_v4"),
       detail::dgamma("jax_aiter_rmsnorm_dgamma_bf16"),
       detail::dgamma("jax_aiter_rmsnorm_dgamma_f16"),
       detail::dgamma("jax_aiter_rmsnorm_dgamma_f32"),
@@ -165,11 +176,11 @@ struct RmsNormModule {
   static constexpr uint16_t fwd_kernel(DType t, int vec, bool fused) {
     return static_cast<uint16_t>((fused ? 11 : 0) + by_vec(t, vec));
   }
-  static constexpr uint16_t bwd_kernel(DType t, int vec) {
-    return static_cast<uint16_t>(22 + by_vec(t, vec));
+  static constexpr uint16_t bwd_kernel(DType t, int vec, bool streamed) {
+    return static_cast<uint16_t>((streamed ? 33 : 22) + by_vec(t, vec));
   }
   static constexpr uint16_t dgamma_kernel(DType t) {
-    return static_cast<uint16_t>(33 + dtype_slot(t));
+    return static_cast<uint16_t>(44 + dtype_slot(t));
   }
 };
 
@@ -177,8 +188,10 @@ static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kF32, 4, 
               "jax_aiter_rmsnorm_fwd_f32_v4");
 static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kBF16, 1, true)].symbol ==
               "jax_aiter_rmsnorm_fwd_add_bf16_v1");
-static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8)].symbol ==
+static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8, false)].symbol ==
               "jax_aiter_rmsnorm_bwd_f16_v8");
+static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF32, 2, true)].symbol ==
+              "jax_aiter_rmsnorm_bwd_streamed_f32_v2");
 static_assert(RmsNormModule::kKernels[RmsNormModule::dgamma_kernel(DType::kF32)].symbol ==
               "jax_aiter_rmsnorm_dgamma_f32");
 
