@@ -240,6 +240,7 @@ TEST(RmsNormPlan, BackwardRules) {
         // also capped so that their float32 partial rows take at most 16 MiB (but never fewer
         // blocks than compute units).
         EXPECT_TRUE(main.fill_device);
+        EXPECT_TRUE(ja::kernels::RmsNormModule::kKernels[main.kernel].fill_device);
         const int vec = n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1;
         const bool streamed = n / vec > 2 * int64_t{a.threads_per_row};
         int64_t want_blocks = (a.max_slots + a.rows_per_block - 1) / a.rows_per_block;
@@ -277,12 +278,16 @@ TEST(FillDevice, ResidentBlocksTimesUnitsUpToTheCap) {
 TEST(FillDevice, OccupancyTableResolvesTheGrid) {
   ja::runtime::Occupancy occ(132);
   std::vector<int> asked;
-  // A kernel that holds 2048 / threads blocks, up to 512 threads a block.
-  ASSERT_TRUE(occ.add_kernel([&](int threads) -> ja::Expected<int> {
-                   asked.push_back(threads);
-                   return threads > 512 ? 0 : 2048 / threads;
-                 })
-                  .ok());
+  // Kernel 0 holds 2048 / threads blocks, up to 512 threads a block; kernel 1 is not launched
+  // fill_device, so it is never measured.
+  ja::kernels::KernelInfo persistent{"persistent", 8, {}, /*fill_device=*/true};
+  ja::kernels::KernelInfo plain{"plain", 8, {}};
+  auto query = [&](int threads) -> ja::Expected<int> {
+    asked.push_back(threads);
+    return threads > 512 ? 0 : 2048 / threads;
+  };
+  ASSERT_TRUE(occ.add_kernel(persistent, query).ok());
+  ASSERT_TRUE(occ.add_kernel(plain, query).ok());
   ASSERT_EQ(asked.size(), 32u);
   EXPECT_EQ(asked.front(), 32);
   EXPECT_EQ(asked.back(), 1024);
@@ -300,6 +305,19 @@ TEST(FillDevice, OccupancyTableResolvesTheGrid) {
   l.block = {100, 1, 1};  // not whole warps: refused, not guessed
   EXPECT_FALSE(occ.grid(l).ok());
   l.block = {256, 1, 1};
-  l.kernel = 1;  // no such kernel
+  l.kernel = 1;  // not declared fill_device: refused, not sized from an unmeasured row
   EXPECT_FALSE(occ.grid(l).ok());
+  l.kernel = 2;  // no such kernel
+  EXPECT_FALSE(occ.grid(l).ok());
+}
+
+// Only the backward row passes are persistent launches; the rest of the module is never measured.
+TEST(FillDevice, RmsNormDeclaresItsPersistentKernels) {
+  using M = ja::kernels::RmsNormModule;
+  int declared = 0;
+  for (const auto& k : M::kKernels) {
+    EXPECT_EQ(k.fill_device, k.symbol.starts_with("jax_aiter_rmsnorm_bwd_")) << k.symbol;
+    declared += k.fill_device;
+  }
+  EXPECT_EQ(declared, 22);
 }

@@ -33,6 +33,7 @@ struct KernelInfo {
   std::string_view symbol;
   uint32_t args_size;                // sizeof our argument struct
   std::span<const ArgField> fields;  // named fields of that struct, for the metadata check
+  bool fill_device = false;  // launched fill_device: backends measure its occupancy at module load
 };
 
 // Packed kernel arguments, fixed capacity so a launch never allocates. Only the first `size` bytes

@@ -101,8 +101,8 @@ namespace detail {
 constexpr KernelInfo fwd(std::string_view s) {
   return {s, sizeof(RmsNormFwdArgs), kRmsNormFwdFields};
 }
-constexpr KernelInfo bwd(std::string_view s) {
-  return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields};
+constexpr KernelInfo bwd(std::string_view s) {  // persistent launches (see ops/rmsnorm.hpp)
+  return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields, /*fill_device=*/true};
 }
 constexpr KernelInfo dgamma(std::string_view s) {
   return {s, sizeof(RmsNormDgammaArgs), kRmsNormDgammaFields};

@@ -120,7 +120,7 @@ struct Cuda {
         if (!bytes) return bytes.status();
         out.functions.push_back(f);
         out.param_bytes.push_back(*bytes);
-        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel([&](int threads) -> Expected<int> {
+        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel(k, [&](int threads) -> Expected<int> {
           int blocks = 0;
           CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
           // A block size the kernel cannot run at (beyond its launch bounds) holds none.

@@ -121,7 +121,7 @@ struct Hip {
           return error(e, StrCat("hipModuleGetFunction(", symbol, ")"));
         }
         out.functions.push_back(f);
-        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel([&](int threads) -> Expected<int> {
+        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel(k, [&](int threads) -> Expected<int> {
           int blocks = 0;
           hipError_t e = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
           if (e == hipErrorInvalidValue) return 0;  // beyond the kernel's launch bounds

@@ -1,5 +1,5 @@
-// Resident blocks per compute unit of every kernel of a loaded module, by block size, measured once
-// when the module loads (cuOccupancyMaxActiveBlocksPerMultiprocessor /
+// Resident blocks per compute unit of a loaded module's fill_device kernels, by block size,
+// measured once when the module loads (cuOccupancyMaxActiveBlocksPerMultiprocessor /
 // hipModuleOccupancyMaxActiveBlocksPerMultiprocessor): what a fill_device launch is sized from,
 // the way CUTLASS sizes persistent grids from the SM count and occupancy.
 #pragma once
@@ -21,16 +21,21 @@ class Occupancy {
   Occupancy() = default;
   explicit Occupancy(int compute_units) : compute_units_(compute_units) {}
 
-  // query(block_threads) -> Expected<int> resident blocks; called for every measured size.
+  // Appends the next kernel of the module's table. query(block_threads) -> Expected<int> resident
+  // blocks is called for every measured size, only for a kernel declared fill_device: the others
+  // never need it, and measuring them would only lengthen the module load.
   template <typename Query>
-  Status add_kernel(Query&& query) {
+  Status add_kernel(const kernels::KernelInfo& info, Query&& query) {
     std::array<uint16_t, kSizes> row{};
-    for (uint32_t i = 0; i < kSizes; ++i) {
-      Expected<int> blocks = query(static_cast<int>((i + 1) * kGranule));
-      if (!blocks) return blocks.status();
-      row[i] = static_cast<uint16_t>(*blocks);
+    if (info.fill_device) {
+      for (uint32_t i = 0; i < kSizes; ++i) {
+        Expected<int> blocks = query(static_cast<int>((i + 1) * kGranule));
+        if (!blocks) return blocks.status();
+        row[i] = static_cast<uint16_t>(*blocks);
+      }
     }
     resident_.push_back(row);
+    measured_.push_back(info.fill_device);
     return {};
   }
 
@@ -46,6 +51,10 @@ class Occupancy {
                              " and no dynamic shared memory; got ", threads, " threads, ",
                              l.shared_bytes, " bytes"));
     }
+    if (!measured_[l.kernel]) {
+      return Internal(StrCat("jax_aiter: kernel ", l.kernel,
+                             " is launched fill_device but its KernelInfo does not say so"));
+    }
     const int resident = resident_[l.kernel][threads / kGranule - 1];
     return kernels::Dim3{kernels::fill_device_blocks(l.grid.x, compute_units_, resident), 1, 1};
   }
@@ -53,6 +62,7 @@ class Occupancy {
  private:
   int compute_units_ = 1;
   std::vector<std::array<uint16_t, kSizes>> resident_;  // [kernel][block / kGranule - 1]
+  std::vector<bool> measured_;                          // [kernel]: declared fill_device
 };
 
 }  // namespace jax_aiter::runtime
