@@ -15,6 +15,14 @@
 namespace ja {
 
 inline constexpr int kChunksFwd = 2;  // vectors per thread kept in registers (forward)
+// The fused forward stages its register-cached rows (x and the residual) in shared memory where
+// the target has a bulk-copy engine and the rows are whole 16-byte vectors (the copy's unit), and
+// only when the launch gives it the shared memory (the plan's rule: rmsnorm_fwd_shared_bytes in
+// include/jax_aiter/ops/rmsnorm.hpp). The plain forward always loads directly: staged, it was no
+// faster through JAX at [16384, 4096] / [32768, 8192] bf16 on H100, 4 % slower at [4096, 16384],
+// and 0.2 us slower a call at [8, 1024].
+template <typename P, bool kFused>
+inline constexpr bool kStageFwd = (kStageInShared && kFused && sizeof(P) == 16);
 inline constexpr int kChunksBwd = 2;  // and backward (its dgamma terms)
 // The backward workspace: a header (the slot count the backward used, for the reduction), then
 // [slots, n] float32 partials. 256 bytes keep the partials as aligned as the workspace itself.
@@ -74,14 +82,16 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   // `once`: the row stays in registers, so the residual is read a single time. x and y take plain
   // accesses: on H100 the cache-streaming ones made the plain forward slower (0.93 / 0.88 of copy
   // speed against 0.97 / 0.98 at [16384, 4096] / [32768, 8192]).
-  auto load_row = [&](int i, bool once) -> P {
-    const P a = xv[i];
-    if constexpr (!kFused) return a;
-    const P b = once ? load_once(rv + i) : rv[i];
+  auto add_residual = [&](int i, P a, P b) -> P {
     P sum;
     for (int k = 0; k < VEC; ++k) sum.v[k] = E::store(E::load(a.v[k]) + E::load(b.v[k]));
     store_once(rov + i, sum);  // the stored residual is what gets normalised
     return sum;
+  };
+  auto load_row = [&](int i, bool once) -> P {
+    const P a = xv[i];
+    if constexpr (!kFused) return a;
+    return add_residual(i, a, once ? load_once(rv + i) : rv[i]);
   };
   auto sum_squares = [](P a, float& acc) {
     for (int k = 0; k < VEC; ++k) acc += E::load(a.v[k]) * E::load(a.v[k]);
@@ -97,10 +107,38 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   const bool cached = nvec <= tpr * kChunksFwd;
   P xs[kChunksFwd];
   float acc[1] = {0.f};
+  bool staged = false;
+  if constexpr (kStageFwd<P, kFused>) {
+    staged = cached && dynamic_shared_bytes() >=
+                           2u * static_cast<uint32_t>(rows_per_block * nvec) * sizeof(P);
+  }
   if (cached) {
-    for (int c = 0; c < kChunksFwd; ++c) {
-      const int i = c * tpr + lane;
-      if (active && i < nvec) xs[c] = load_row(i, true);
+    if (staged) {
+      // The block's rows are contiguous: one staging copy for x and one for the residual, into
+      // the launch's dynamic shared memory.
+      JA_SHARED Staging staging;
+      const int first = block_id() * rows_per_block;
+      const int count = rows - first < rows_per_block ? rows - first : rows_per_block;
+      const int64_t offset = static_cast<int64_t>(first) * nvec;
+      const uint32_t bytes = static_cast<uint32_t>(count * nvec) * sizeof(P);
+      P* sx = reinterpret_cast<P*>(dynamic_shared());
+      P* sr = sx + rows_per_block * nvec;
+      void* const dst[2] = {sx, sr};
+      const void* const src[2] = {static_cast<const P*>(x) + offset,
+                                  static_cast<const P*>(residual) + offset};
+      const uint32_t sizes[2] = {bytes, bytes};
+      stage_in_shared(staging, dst, src, sizes, 2);
+      wait_staged(staging);
+      const int local = (thread_id() / tpr) * nvec;
+      for (int c = 0; c < kChunksFwd; ++c) {
+        const int i = c * tpr + lane;
+        if (active && i < nvec) xs[c] = add_residual(i, sx[local + i], sr[local + i]);
+      }
+    } else {
+      for (int c = 0; c < kChunksFwd; ++c) {
+        const int i = c * tpr + lane;
+        if (active && i < nvec) xs[c] = load_row(i, true);
+      }
     }
     for (int c = 0; c < kChunksFwd; ++c) {
       const int i = c * tpr + lane;

@@ -226,8 +226,11 @@ def main():
               f"{rows_out['xla_negate']['GBps']:.0f} GB/s")
         print(f"{'op':<16}{'ms':>9}{'GB/s':>9}{'of copy':>9}{'wall ms':>10}  clock")
         for k2, v in rows_out.items():
-            print(f"{k2:<16}{v['ms']:>9.3f}{v['GBps']:>9.0f}{v['frac_of_copy']:>9.2f}"
+            print(f"{k2:<16}{v['ms']:>9.4f}{v['GBps']:>9.0f}{v['frac_of_copy']:>9.3f}"
                   f"{v['wall_ms']:>10.3f}  {v['clock']}")
+        print("ours / XLA (time): " + ", ".join(
+            f"{op} {rows_out[op]['ms'] / rows_out[op + '_xla']['ms']:.4f}"
+            for op in ("fwd", "fused_fwd", "bwd")))
         for k2, v in rows_out.items():
             if len(v["kernels_us"]) > 1:
                 parts = ", ".join(f"{nm[:40]} {us:.1f}" for nm, us in v["kernels_us"].items())

@@ -65,6 +65,67 @@ JA_DEVICE void store_once(P* p, const P& v) {
 // sm_90 converts to bf16 in one instruction (round to nearest even, NaN kept).
 #define JA_HAVE_NATIVE_BF16 1
 JA_DEVICE uint16_t float_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+
+// Staging a block's contiguous input in shared memory with the bulk-copy engine (cp.async.bulk,
+// sm_90): one thread issues one copy for the whole block, which completes on an mbarrier; the data
+// never passes through registers on the way. Where the kernels use it is measured per kernel.
+inline constexpr bool kStageInShared = true;
+// The block's dynamic shared memory (the launch's shared_bytes), aligned for 16-byte vectors.
+JA_DEVICE unsigned char* dynamic_shared() {
+  extern __shared__ __align__(128) unsigned char ja_dynamic_shared[];
+  return ja_dynamic_shared;
+}
+// How much dynamic shared memory the launch gave the block: a kernel stages only into memory it
+// was given, so a plan that gives none gets direct loads, never writes past the allocation.
+JA_DEVICE uint32_t dynamic_shared_bytes() {
+  uint32_t bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+// The completion barrier of one staging (an mbarrier: 8 bytes of shared memory).
+struct Staging {
+  unsigned long long barrier;
+};
+JA_DEVICE uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Called by every thread of the block, with the same arguments: starts copying bytes[k] from
+// src[k] to dst[k] (k < count; 16-byte aligned addresses, sizes multiples of 16). The barrier
+// inside orders the mbarrier's initialisation before any thread waits on it.
+template <int kMax>
+JA_DEVICE void stage_in_shared(Staging& s, void* const (&dst)[kMax], const void* const (&src)[kMax],
+                               const uint32_t (&bytes)[kMax], int count) {
+  if (thread_id() == 0) {
+    const uint32_t bar = shared_address(&s.barrier);
+    uint32_t total = 0;
+    for (int k = 0; k < count; ++k) total += bytes[k];
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(total)
+                 : "memory");
+    for (int k = 0; k < count; ++k) {
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+          "[%3];" ::"r"(shared_address(dst[k])),
+          "l"(src[k]), "r"(bytes[k]), "r"(bar)
+          : "memory");
+    }
+  }
+  __syncthreads();
+}
+// Every thread waits until the staged bytes have landed.
+JA_DEVICE void wait_staged(Staging& s) {
+  const uint32_t bar = shared_address(&s.barrier);
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, "
+        "p; }"
+        : "=r"(done)
+        : "r"(bar)
+        : "memory");
+  } while (!done);
+}
 }  // namespace ja
 
 #elif defined(__HIP__)
@@ -129,6 +190,31 @@ template <typename P>
 JA_DEVICE void store_once(P* p, const P& v) {
   *p = v;
 }
+// No staging in shared memory on AMD: gfx942 has no bulk-copy engine, and with no AMD GPU to
+// measure an LDS round trip against direct loads, the kernels load straight into registers there.
+// The primitives exist (a block-wide copy) so that the one kernel source compiles for every target.
+inline constexpr bool kStageInShared = false;
+JA_DEVICE unsigned char* dynamic_shared() {
+  extern __shared__ __attribute__((aligned(128))) unsigned char ja_dynamic_shared[];
+  return ja_dynamic_shared;
+}
+JA_DEVICE uint32_t dynamic_shared_bytes() { return 0; }
+struct Staging {};
+template <int kMax>
+JA_DEVICE void stage_in_shared(Staging&, void* const (&dst)[kMax], const void* const (&src)[kMax],
+                               const uint32_t (&bytes)[kMax], int count) {
+  struct alignas(16) Word {
+    uint32_t w[4];
+  };
+  const int threads = static_cast<int>(__builtin_amdgcn_workgroup_size_x());
+  for (int k = 0; k < count; ++k) {
+    const int words = static_cast<int>(bytes[k] / 16);
+    for (int i = thread_id(); i < words; i += threads) {
+      static_cast<Word*>(dst[k])[i] = static_cast<const Word*>(src[k])[i];
+    }
+  }
+}
+JA_DEVICE void wait_staged(Staging&) { barrier(); }
 }  // namespace ja
 
 #else

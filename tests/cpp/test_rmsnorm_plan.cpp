@@ -25,7 +25,9 @@ Tensor tensor(DType t, std::initializer_list<int64_t> dims, uintptr_t address = 
 }
 
 ja::Target target_for(ja::Arch arch) {
-  return {arch == ja::Arch::kSm90 ? ja::BackendKind::kCuda : ja::BackendKind::kHip, arch, 132};
+  // H100: 132 SMs, 50 MB of L2.
+  return {arch == ja::Arch::kSm90 ? ja::BackendKind::kCuda : ja::BackendKind::kHip, arch, 132,
+          50 << 20};
 }
 
 ja::ops::RmsNorm::Params fwd_params(DType t, int64_t rows, int64_t n, uintptr_t align = 256) {
@@ -171,6 +173,7 @@ TEST(RmsNormPlan, ForwardRules) {
             }
             EXPECT_GE(int64_t{l.grid.x} * a.rows_per_block, rows);
             EXPECT_LT(int64_t{l.grid.x - 1} * a.rows_per_block, rows);  // no empty blocks
+            EXPECT_EQ(l.shared_bytes, 0u);  // the plain forward never stages its rows
             EXPECT_EQ(a.rows, rows);
             EXPECT_EQ(a.n, n);
             EXPECT_EQ(a.residual, nullptr);
@@ -212,6 +215,50 @@ TEST(RmsNormPlan, FusedForwardUsesTheAddKernels) {
       }
     }
   }
+}
+
+// The fused forward's staging, stated independently: on CUDA, for 16-byte vectors, rows that stay
+// in registers (two vectors a thread), x and residual rows of a block within 48 KiB, and x at least
+// as large as L2 (50 MB on the test target), the block gets its rows of x and the residual in
+// shared memory; otherwise nothing.
+TEST(RmsNormPlan, FusedForwardStaging) {
+  auto plan = [](ja::Arch arch, DType d, int64_t rows, int64_t n) {
+    ja::ops::RmsNormWithAdd::Params p;
+    p.x = tensor(d, {rows, n}, 0x100000);
+    p.gamma = tensor(d, {n}, 0x200000);
+    p.y = tensor(d, {rows, n}, 0x300000);
+    p.residual = tensor(d, {rows, n}, 0x400000);
+    p.residual_out = tensor(d, {rows, n}, 0x500000);
+    return ja::ops::RmsNormWithAdd::plan(p, target_for(arch)).launches.launches[0];
+  };
+  for (ja::Arch arch : {ja::Arch::kGfx942, ja::Arch::kGfx950, ja::Arch::kSm90}) {
+    for (DType d : {DType::kBF16, DType::kF16, DType::kF32}) {
+      for (int64_t n : {8, 256, 1024, 4092, 4095, 4096, 8192, 16384, 32768}) {
+        for (int64_t rows : {1, 600, 1599, 1600, 3200, 6400, 16384, 65536}) {
+          const auto l = plan(arch, d, rows, n);
+          const auto a = l.args.unpack<ja::kernels::RmsNormFwdArgs>();
+          const int64_t esz = int64_t(ja::size_bytes(d));
+          const int vec = expected_vec(d, n, 0);
+          const int64_t bytes = 2 * a.rows_per_block * n * esz;
+          const bool staged = arch == ja::Arch::kSm90 && vec * esz == 16 &&
+                              n / vec <= 2 * a.threads_per_row && bytes <= 48 * 1024 &&
+                              rows * n * esz >= (50 << 20);
+          EXPECT_EQ(l.shared_bytes, staged ? bytes : 0) << "n=" << n << " rows=" << rows;
+        }
+      }
+    }
+  }
+  auto bytes = [&](ja::Arch arch, int64_t rows, int64_t n) {
+    return plan(arch, DType::kBF16, rows, n).shared_bytes;
+  };
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 16384, 4096), 16384u);  // 256 threads a row, x and residual
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 32768, 8192), 32768u);
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 6400, 4096), 16384u);  // x of exactly 50 MiB
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 6399, 4096), 0u);      // inputs partly in L2
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 8, 4096), 0u);
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 4096, 16384), 0u);    // 64 KiB a block
+  EXPECT_EQ(bytes(ja::Arch::kSm90, 4096, 32768), 0u);    // streamed rows
+  EXPECT_EQ(bytes(ja::Arch::kGfx950, 16384, 4096), 0u);  // AMD loads directly
 }
 
 TEST(RmsNormPlan, BackwardRules) {

@@ -90,6 +90,89 @@ double median_ms(CUstream s, const std::function<void(int)>& call) {
   return ms[ms.size() / 2];
 }
 
+// Back-to-back launches between two events (median of 15 batches of 32): the per-launch time of a
+// kernel that is too short for one event pair to time.
+double batched_us(CUstream s, const std::function<void(int)>& call) {
+  constexpr int kBatch = 32;
+  CUevent a, b;
+  CHECK_CU(cuEventCreate(&a, CU_EVENT_DEFAULT));
+  CHECK_CU(cuEventCreate(&b, CU_EVENT_DEFAULT));
+  for (int i = 0; i < 8; ++i) call(i % kSets);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 15; ++rep) {
+    CHECK_CU(cuEventRecord(a, s));
+    for (int i = 0; i < kBatch; ++i) call(i % kSets);
+    CHECK_CU(cuEventRecord(b, s));
+    CHECK_CU(cuEventSynchronize(b));
+    float t;
+    CHECK_CU(cuEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  cuEventDestroy(a);
+  cuEventDestroy(b);
+  return ms[ms.size() / 2] * 1e3 / kBatch;
+}
+
+// The fused forward with its rows staged in shared memory against loaded directly, by rows: the
+// same launch with and without the shared memory (the kernel stages only into memory it is given).
+// What the plan's staging rule (rmsnorm_fwd_shared_bytes) rests on.
+void staging_sweep(CUstream s, std::mt19937& rng) {
+  const ja::Target target = *ja::runtime::Cuda::target(0);
+  std::printf(
+      "\nfused forward bf16, rows staged in shared memory vs loaded directly "
+      "(us per launch, batched)\n%-8s %-8s %-8s %10s %10s %8s %10s %10s %8s  plan\n",
+      "n", "rows", "blocks", "staged", "direct", "ratio", "staged", "direct", "ratio");
+  for (int64_t n : {1024, 4096, 8192}) {
+    for (int64_t rows : {8, 64, 512, 2048, 8192, 32768}) {
+      if (rows * n > (int64_t{1} << 27)) continue;  // host-side filling time
+      const DType t = DType::kBF16;
+      const size_t count = rows * n, bytes = count * 2;
+      CUdeviceptr x[kSets], r[kSets], y[kSets], ro[kSets];
+      for (int i = 0; i < kSets; ++i) {
+        x[i] = alloc_random(t, count, rng);
+        r[i] = alloc_random(t, count, rng);
+        CHECK_CU(cuMemAlloc(&y[i], bytes));
+        CHECK_CU(cuMemAlloc(&ro[i], bytes));
+      }
+      CUdeviceptr g = alloc_random(t, n, rng);
+      CHECK_CU(cuCtxSynchronize());
+      auto plan = [&](int i) {
+        ja::ops::RmsNormWithAdd::Params p{tensor(x[i], t, {rows, n}),  tensor(g, t, {n}),
+                                          tensor(y[i], t, {rows, n}),  tensor(r[i], t, {rows, n}),
+                                          tensor(ro[i], t, {rows, n}), 1e-6f};
+        return ja::ops::RmsNormWithAdd::plan(p, target).launches.launches[0];
+      };
+      const auto l0 = plan(0);
+      const auto a0 = l0.args.unpack<ja::kernels::RmsNormFwdArgs>();
+      const uint32_t staged_bytes = static_cast<uint32_t>(2 * a0.rows_per_block * n * 2);
+      auto timed = [&](uint32_t shared) {
+        return batched_us(s, [&](int i) {
+          ja::kernels::Launch l = plan(i);
+          l.shared_bytes = shared;
+          const ja::Status st = ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l);
+          if (!st.ok()) {
+            std::printf("error: %s\n", st.message().c_str());
+            std::exit(1);
+          }
+        });
+      };
+      double us[4];
+      for (int k = 0; k < 4; ++k) us[k] = timed(k % 2 == 0 ? staged_bytes : 0);  // two rounds
+      std::printf("%-8lld %-8lld %-8u %10.2f %10.2f %8.3f %10.2f %10.2f %8.3f  %s\n", (long long)n,
+                  (long long)rows, l0.grid.x, us[0], us[1], us[0] / us[1], us[2], us[3],
+                  us[2] / us[3], l0.shared_bytes ? "staged" : "direct");
+      for (int i = 0; i < kSets; ++i) {
+        cuMemFree(x[i]);
+        cuMemFree(r[i]);
+        cuMemFree(y[i]);
+        cuMemFree(ro[i]);
+      }
+      cuMemFree(g);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -180,7 +263,7 @@ int main() {
     std::printf("%-22s %9s %9s %9s\n", "op", "ms", "GB/s", "of copy");
     auto row = [&](const char* op, double ms, double moved) {
       const double gbps = moved / ms / 1e6;
-      std::printf("%-22s %9.3f %9.0f %9.2f\n", op, ms, gbps, gbps / copy_gbps);
+      std::printf("%-22s %9.4f %9.0f %9.3f\n", op, ms, gbps, gbps / copy_gbps);
     };
     row("d2d memcpy", copy, 2.0 * bytes);
     row("rms_norm", fwd, 2.0 * bytes);
@@ -200,5 +283,6 @@ int main() {
     cuMemFree(dg);
     cuMemFree(ws);
   }
+  staging_sweep(s, rng);
   return 0;
 }

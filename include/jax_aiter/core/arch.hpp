@@ -62,6 +62,7 @@ struct Target {
   BackendKind backend = BackendKind::kHost;
   Arch arch = Arch::kHost;
   int compute_units = 1;  // CUs on AMD, SMs on NVIDIA, 1 on the host
+  int64_t l2_bytes = 0;   // the device's L2 cache (0 on the host)
 
   constexpr int warp() const { return warp_size(arch); }
 };

@@ -92,6 +92,10 @@ struct RmsNormKernelFacts {
   static constexpr int kDgammaBlock = 1024;          // threads per block of the dgamma reduction
   static constexpr int kDgammaColumns = 32;          // columns per block of the dgamma reduction
   static constexpr int kWorkspaceHeaderBytes = 256;  // the backward workspace's header
+  // The fused forward stages its rows in shared memory when the launch gives it the bytes (CUDA,
+  // 16-byte vectors, rows in registers): at most what a launch may use without raising the
+  // kernel's attribute.
+  static constexpr int64_t kMaxStagedBytes = int64_t{48} << 10;
 };
 
 // Vector widths built per dtype: 16-byte accesses at most.

@@ -49,13 +49,14 @@ struct Cuda {
       if (CUresult r = cuInit(0); r != CUDA_SUCCESS) return error(r, "cuInit");
       CUdevice dev;
       if (CUresult r = cuDeviceGet(&dev, device); r != CUDA_SUCCESS) return error(r, "cuDeviceGet");
-      int major = 0, minor = 0, sms = 0;
+      int major = 0, minor = 0, sms = 0, l2 = 0;
       cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
       cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
       cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+      cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
       auto arch = arch_from_compute_capability(major, minor);
       if (!arch) return arch.status();
-      return Target{BackendKind::kCuda, *arch, sms};
+      return Target{BackendKind::kCuda, *arch, sms, l2};
     });
     if (!t) return t.status();
     return **t;

@@ -51,7 +51,7 @@ struct Hip {
       }
       auto arch = parse_gcn_arch_name(prop.gcnArchName);
       if (!arch) return arch.status();
-      return Target{BackendKind::kHip, *arch, prop.multiProcessorCount};
+      return Target{BackendKind::kHip, *arch, prop.multiProcessorCount, prop.l2CacheSize};
     });
     if (!t) return t.status();
     return **t;
