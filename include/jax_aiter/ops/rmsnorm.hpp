@@ -64,12 +64,13 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threa
 // Dynamic shared memory of a forward launch. On CUDA the fused forward stages a block's rows (x and
 // the residual) in shared memory with sm_90's bulk-copy engine when its rows stay in registers and
 // move as 16-byte vectors (up to kMaxStagedBytes), and only when x is at least the size of L2, so
-// that its rows come from DRAM. On H100 (50 MB of L2), staging made the fused forward 1.2-1.8 %
-// faster from 64 MiB of x up ([8192, 4096], [16384, 4096], [32768, 1024], [8192, 8192], [32768,
-// 8192] bf16, CUDA events; 0.7172-0.7174 against 0.7263 ms through JAX at [32768, 8192]), and
-// 0.5-4 % slower from 4 to 32 MiB, where the inputs partly stay in L2 and the copy's latency before
-// a block can start shows. The plain forward, and every launch elsewhere, gets none: staged, the
-// plain forward was no faster through JAX at [16384, 4096] and 4 % slower at [4096, 16384].
+// that its rows come from DRAM. On H100 (50 MB of L2; bf16, CUDA events, cuda_rmsnorm_bench's
+// sweep), staging made the fused forward 0.3-1.8 % faster from 64 MiB of x up, and 0.3-5.6 %
+// slower from 4 to 32 MiB, where the inputs partly stay in L2 and the copy's latency before a block
+// can start shows (one exception: 3 % faster at [512, 8192]). Through JAX: 0.7172-0.7174 against
+// 0.7257-0.7266 ms at [32768, 8192]. The plain forward, and every launch elsewhere, gets none:
+// staged, the plain forward was no faster through JAX at [16384, 4096] and 4 % slower at
+// [4096, 16384].
 constexpr uint32_t rmsnorm_fwd_shared_bytes(const Target& target, DType t, int64_t rows, int64_t n,
                                             const RowLayout& l, bool fused) {
   const auto elem = static_cast<int64_t>(size_bytes(t));
