@@ -15,6 +15,7 @@
 namespace ja {
 
 inline constexpr int kChunksFwd = 2;  // vectors per thread kept in registers (forward)
+inline constexpr int kChunksBwd = 2;  // and backward (its dgamma terms)
 // The fused forward stages its register-cached rows (x and the residual) in shared memory where
 // the target has a bulk-copy engine and the rows are whole 16-byte vectors (the copy's unit), and
 // only when the launch gives it the shared memory (the plan's rule: rmsnorm_fwd_shared_bytes in
@@ -23,7 +24,6 @@ inline constexpr int kChunksFwd = 2;  // vectors per thread kept in registers (f
 // and 0.2 us slower a call at [8, 1024].
 template <typename P, bool kFused>
 inline constexpr bool kStageFwd = (kStageInShared && kFused && sizeof(P) == 16);
-inline constexpr int kChunksBwd = 2;  // and backward (its dgamma terms)
 // The backward workspace: a header (the slot count the backward used, for the reduction), then
 // [slots, n] float32 partials. 256 bytes keep the partials as aligned as the workspace itself.
 inline constexpr int kWorkspaceHeaderBytes = 256;
@@ -107,34 +107,35 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
   const bool cached = nvec <= tpr * kChunksFwd;
   P xs[kChunksFwd];
   float acc[1] = {0.f};
-  bool staged = false;
-  if constexpr (kStageFwd<P, kFused>) {
-    staged = cached && dynamic_shared_bytes() >=
-                           2u * static_cast<uint32_t>(rows_per_block * nvec) * sizeof(P);
-  }
   if (cached) {
-    if (staged) {
-      // The block's rows are contiguous: one staging copy for x and one for the residual, into
-      // the launch's dynamic shared memory.
-      JA_SHARED Staging staging;
-      const int first = block_id() * rows_per_block;
-      const int count = rows - first < rows_per_block ? rows - first : rows_per_block;
-      const int64_t offset = static_cast<int64_t>(first) * nvec;
-      const uint32_t bytes = static_cast<uint32_t>(count * nvec) * sizeof(P);
-      P* sx = reinterpret_cast<P*>(dynamic_shared());
-      P* sr = sx + rows_per_block * nvec;
-      void* const dst[2] = {sx, sr};
-      const void* const src[2] = {static_cast<const P*>(x) + offset,
-                                  static_cast<const P*>(residual) + offset};
-      const uint32_t sizes[2] = {bytes, bytes};
-      stage_in_shared(staging, dst, src, sizes, 2);
-      wait_staged(staging);
-      const int local = (thread_id() / tpr) * nvec;
-      for (int c = 0; c < kChunksFwd; ++c) {
-        const int i = c * tpr + lane;
-        if (active && i < nvec) xs[c] = add_residual(i, sx[local + i], sr[local + i]);
+    bool staged = false;
+    if constexpr (kStageFwd<P, kFused>) {
+      staged =
+          dynamic_shared_bytes() >= 2u * static_cast<uint32_t>(rows_per_block * nvec) * sizeof(P);
+      if (staged) {
+        // The block's rows are contiguous: one staging copy for x and one for the residual, into
+        // the launch's dynamic shared memory.
+        JA_SHARED Staging staging;
+        const int first = block_id() * rows_per_block;
+        const int count = rows - first < rows_per_block ? rows - first : rows_per_block;
+        const int64_t offset = static_cast<int64_t>(first) * nvec;
+        const uint32_t bytes = static_cast<uint32_t>(count * nvec) * sizeof(P);
+        P* sx = reinterpret_cast<P*>(dynamic_shared());
+        P* sr = sx + rows_per_block * nvec;
+        void* const dst[2] = {sx, sr};
+        const void* const src[2] = {static_cast<const P*>(x) + offset,
+                                    static_cast<const P*>(residual) + offset};
+        const uint32_t sizes[2] = {bytes, bytes};
+        stage_in_shared(staging, dst, src, sizes);
+        wait_staged(staging);
+        const int local = (thread_id() / tpr) * nvec;
+        for (int c = 0; c < kChunksFwd; ++c) {
+          const int i = c * tpr + lane;
+          if (active && i < nvec) xs[c] = add_residual(i, sx[local + i], sr[local + i]);
+        }
       }
-    } else {
+    }
+    if (!staged) {
       for (int c = 0; c < kChunksFwd; ++c) {
         const int i = c * tpr + lane;
         if (active && i < nvec) xs[c] = load_row(i, true);

@@ -90,20 +90,21 @@ JA_DEVICE uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 // Called by every thread of the block, with the same arguments: starts copying bytes[k] from
-// src[k] to dst[k] (k < count; 16-byte aligned addresses, sizes multiples of 16). The barrier
-// inside orders the mbarrier's initialisation before any thread waits on it.
-template <int kMax>
-JA_DEVICE void stage_in_shared(Staging& s, void* const (&dst)[kMax], const void* const (&src)[kMax],
-                               const uint32_t (&bytes)[kMax], int count) {
+// src[k] to dst[k] (16-byte aligned addresses, sizes multiples of 16). The barrier inside orders
+// the mbarrier's initialisation before any thread waits on it.
+template <int kCopies>
+JA_DEVICE void stage_in_shared(Staging& s, void* const (&dst)[kCopies],
+                               const void* const (&src)[kCopies],
+                               const uint32_t (&bytes)[kCopies]) {
   if (thread_id() == 0) {
     const uint32_t bar = shared_address(&s.barrier);
     uint32_t total = 0;
-    for (int k = 0; k < count; ++k) total += bytes[k];
+    for (int k = 0; k < kCopies; ++k) total += bytes[k];
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(total)
                  : "memory");
-    for (int k = 0; k < count; ++k) {
+    for (int k = 0; k < kCopies; ++k) {
       asm volatile(
           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
           "[%3];" ::"r"(shared_address(dst[k])),
@@ -192,29 +193,16 @@ JA_DEVICE void store_once(P* p, const P& v) {
 }
 // No staging in shared memory on AMD: gfx942 has no bulk-copy engine, and with no AMD GPU to
 // measure an LDS round trip against direct loads, the kernels load straight into registers there.
-// The primitives exist (a block-wide copy) so that the one kernel source compiles for every target.
+// The primitives are only declared: the kernels name them in `if constexpr (kStageInShared)`
+// branches, which AMD never compiles.
 inline constexpr bool kStageInShared = false;
-JA_DEVICE unsigned char* dynamic_shared() {
-  extern __shared__ __attribute__((aligned(128))) unsigned char ja_dynamic_shared[];
-  return ja_dynamic_shared;
-}
-JA_DEVICE uint32_t dynamic_shared_bytes() { return 0; }
 struct Staging {};
-template <int kMax>
-JA_DEVICE void stage_in_shared(Staging&, void* const (&dst)[kMax], const void* const (&src)[kMax],
-                               const uint32_t (&bytes)[kMax], int count) {
-  struct alignas(16) Word {
-    uint32_t w[4];
-  };
-  const int threads = static_cast<int>(__builtin_amdgcn_workgroup_size_x());
-  for (int k = 0; k < count; ++k) {
-    const int words = static_cast<int>(bytes[k] / 16);
-    for (int i = thread_id(); i < words; i += threads) {
-      static_cast<Word*>(dst[k])[i] = static_cast<const Word*>(src[k])[i];
-    }
-  }
-}
-JA_DEVICE void wait_staged(Staging&) { barrier(); }
+JA_DEVICE unsigned char* dynamic_shared();
+JA_DEVICE uint32_t dynamic_shared_bytes();
+template <int kCopies>
+JA_DEVICE void stage_in_shared(Staging& s, void* const (&dst)[kCopies],
+                               const void* const (&src)[kCopies], const uint32_t (&bytes)[kCopies]);
+JA_DEVICE void wait_staged(Staging& s);
 }  // namespace ja
 
 #else
