@@ -33,6 +33,11 @@ struct RowLayout {
   int rows_per_block = 1;
 
   constexpr int block_threads() const { return threads_per_row * rows_per_block; }
+  // Whether a row of n elements stays in registers, at `chunks` vectors a thread (the kernels'
+  // kChunksFwd / kChunksBwd); longer rows are streamed.
+  constexpr bool row_in_registers(int64_t n, int chunks) const {
+    return n / vec <= int64_t{threads_per_row} * chunks;
+  }
 };
 
 // Largest vector width that divides n and keeps every address aligned to a whole vector.
@@ -74,8 +79,7 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threa
 constexpr uint32_t rmsnorm_fwd_shared_bytes(const Target& target, DType t, int64_t rows, int64_t n,
                                             const RowLayout& l, bool fused) {
   const auto elem = static_cast<int64_t>(size_bytes(t));
-  const bool cached =
-      n / l.vec <= int64_t{l.threads_per_row} * kernels::RmsNormKernelFacts::kChunksFwd;
+  const bool cached = l.row_in_registers(n, kernels::RmsNormKernelFacts::kChunksFwd);
   const int64_t bytes = 2 * int64_t{l.rows_per_block} * n * elem;
   const bool from_dram = rows * n * elem >= target.l2_bytes;
   if (!fused || target.backend != BackendKind::kCuda || l.vec * elem != 16 || !cached ||
@@ -295,9 +299,7 @@ struct RmsNormBackward {
     kernels::RmsNormDgammaArgs reduce{p.workspace.data, p.dgamma.data, static_cast<int32_t>(n)};
     constexpr int kReduceBlock = kernels::RmsNormKernelFacts::kDgammaBlock;
     constexpr int kReduceColumns = kernels::RmsNormKernelFacts::kDgammaColumns;
-    // The kernel keeps a row in registers when it needs at most kChunksBwd vectors a thread.
-    const bool streamed =
-        n / v > int64_t{l.threads_per_row} * kernels::RmsNormKernelFacts::kChunksBwd;
+    const bool streamed = !l.row_in_registers(n, kernels::RmsNormKernelFacts::kChunksBwd);
     int64_t blocks = ceil_div(max_slots, l.rows_per_block);
     if (streamed) {
       const int64_t fit = kRmsNormStreamedPartialBytes / (n * int64_t{sizeof(float)});
