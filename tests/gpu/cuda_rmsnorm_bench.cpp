@@ -68,50 +68,29 @@ CUdeviceptr alloc_random(DType t, size_t count, std::mt19937& rng) {
   return p;
 }
 
-// Median over repeats of the event time of one call (which rotates its input set per call).
-double median_ms(CUstream s, const std::function<void(int)>& call) {
+// Median over repeats of the event time of `batch` back-to-back calls (each rotating its input
+// set), per call. One call per event pair for the big shapes; batches for kernels too short for
+// one event pair to time.
+double median_ms(CUstream s, const std::function<void(int)>& call, int batch = 1,
+                 int repeats = kRepeats, int warmup = 3) {
   CUevent a, b;
   CHECK_CU(cuEventCreate(&a, CU_EVENT_DEFAULT));
   CHECK_CU(cuEventCreate(&b, CU_EVENT_DEFAULT));
-  for (int i = 0; i < 3; ++i) call(i % kSets);
+  for (int i = 0; i < warmup; ++i) call(i % kSets);
   std::vector<float> ms;
-  for (int i = 0; i < kRepeats; ++i) {
+  for (int rep = 0; rep < repeats; ++rep) {
     CHECK_CU(cuEventRecord(a, s));
-    call(i % kSets);
+    for (int i = 0; i < batch; ++i) call((rep * batch + i) % kSets);
     CHECK_CU(cuEventRecord(b, s));
     CHECK_CU(cuEventSynchronize(b));
     float t;
     CHECK_CU(cuEventElapsedTime(&t, a, b));
-    ms.push_back(t);
+    ms.push_back(t / batch);
   }
   std::sort(ms.begin(), ms.end());
   cuEventDestroy(a);
   cuEventDestroy(b);
   return ms[ms.size() / 2];
-}
-
-// Back-to-back launches between two events (median of 15 batches of 32): the per-launch time of a
-// kernel that is too short for one event pair to time.
-double batched_us(CUstream s, const std::function<void(int)>& call) {
-  constexpr int kBatch = 32;
-  CUevent a, b;
-  CHECK_CU(cuEventCreate(&a, CU_EVENT_DEFAULT));
-  CHECK_CU(cuEventCreate(&b, CU_EVENT_DEFAULT));
-  for (int i = 0; i < 8; ++i) call(i % kSets);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 15; ++rep) {
-    CHECK_CU(cuEventRecord(a, s));
-    for (int i = 0; i < kBatch; ++i) call(i % kSets);
-    CHECK_CU(cuEventRecord(b, s));
-    CHECK_CU(cuEventSynchronize(b));
-    float t;
-    CHECK_CU(cuEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  cuEventDestroy(a);
-  cuEventDestroy(b);
-  return ms[ms.size() / 2] * 1e3 / kBatch;
 }
 
 // The fused forward with its rows staged in shared memory against loaded directly, by rows: the
@@ -147,7 +126,7 @@ void staging_sweep(CUstream s, std::mt19937& rng) {
       const auto a0 = l0.args.unpack<ja::kernels::RmsNormFwdArgs>();
       const uint32_t staged_bytes = static_cast<uint32_t>(2 * a0.rows_per_block * n * 2);
       auto timed = [&](uint32_t shared) {
-        return batched_us(s, [&](int i) {
+        const auto launch = [&](int i) {
           ja::kernels::Launch l = plan(i);
           l.shared_bytes = shared;
           const ja::Status st = ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l);
@@ -155,7 +134,8 @@ void staging_sweep(CUstream s, std::mt19937& rng) {
             std::printf("error: %s\n", st.message().c_str());
             std::exit(1);
           }
-        });
+        };
+        return 1e3 * median_ms(s, launch, /*batch=*/32, /*repeats=*/15, /*warmup=*/8);
       };
       double us[4];
       for (int k = 0; k < 4; ++k) us[k] = timed(k % 2 == 0 ? staged_bytes : 0);  // two rounds

@@ -139,9 +139,9 @@ void check_persistent_slots(const ja::ops::RmsNormWithAddBwd::Params& p, const D
 }
 
 // The fused forward stages its rows in shared memory only when the launch gives it the bytes (the
-// plan does so for large grids alone). Whatever the plan chose, the same launch is rerun with the
-// staging bytes and with none: both must give the bits the handler gave, which were checked against
-// the reference. Both paths do the same arithmetic on the same values.
+// plan does so when x is at least the size of L2). Whatever the plan chose, the same launch is
+// rerun with the staging bytes and with none: both must give the bits the handler gave, which were
+// checked against the reference. Both paths do the same arithmetic on the same values.
 int staged_shapes = 0;
 void check_staging(CUstream stream, DType t, int64_t rows, int64_t n, const Dev& x, const Dev& r,
                    const Dev& g, Dev& y, Dev& ro, const std::vector<uint8_t>& y_want,
