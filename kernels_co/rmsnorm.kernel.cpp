@@ -16,6 +16,7 @@ namespace ja {
 
 inline constexpr int kChunksFwd = 2;  // vectors per thread kept in registers (forward)
 inline constexpr int kChunksBwd = 2;  // and backward (its dgamma terms)
+inline constexpr int kMaxSplit = 8;   // blocks of a cluster sharing a backward row, at most
 // The fused forward stages its register-cached rows (x and the residual) in shared memory where
 // the target has a bulk-copy engine and the rows are whole 16-byte vectors (the copy's unit), and
 // only when the launch gives it the shared memory (the plan's rule: rmsnorm_fwd_shared_bytes in
@@ -53,6 +54,32 @@ JA_DEVICE void row_sum(float (&v)[K], int tpr, float* smem) {
   for (int k = 0; k < K; ++k) v[k] = w < warps ? smem[k * 32 + w] : 0.f;
   for (int mask = span / 2; mask > 0; mask /= 2) {
     for (int k = 0; k < K; ++k) v[k] += shuffle_xor(v[k], mask);
+  }
+}
+
+// The split backward's exchange of row sums within a cluster: every block sends its two sums to
+// every block (itself included); each block adds what it received in rank order, so all get the
+// same bits. Two buffers alternate between rows: a block sends into a buffer again only after it
+// has itself received the next row's sums from every block, which each block sends only after
+// reading the earlier buffer.
+struct SplitSums {
+  alignas(16) float sums[2][kMaxSplit][2];
+  Inbox inbox[2];
+};
+
+// Adds the row sums (x^2, g*dy*x) of the blocks of a cluster for the slot's step-th row (buffer
+// step % 2, in its phase step / 2).
+JA_DEVICE void cluster_sum(float (&v)[2], SplitSums& x, int split, int step) {
+  const int buffer = step & 1;
+  if (thread_id() == 0) expect_in_inbox(x.inbox[buffer], split * 2 * sizeof(float));
+  if (thread_id() < split) {
+    send_to_block(x.sums[buffer][cluster_rank()], v[0], v[1], x.inbox[buffer], thread_id());
+  }
+  wait_inbox(x.inbox[buffer], (step >> 1) & 1);
+  for (int k = 0; k < 2; ++k) {
+    float total = 0.f;
+    for (int b = 0; b < split; ++b) total += x.sums[buffer][b][k];
+    v[k] = total;
   }
 }
 
@@ -170,12 +197,20 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
 // rows' worth), so partials are few and no block waits for a second wave; the slot count actually
 // used goes into the workspace header for the reduction.
 //
+// Split rows (CUDA): a row too long for one block's registers is shared by the blocks of a
+// thread-block cluster (the launch's cluster size), each block holding a contiguous share of its
+// vectors in registers as above; the row's sums are added across the cluster through distributed
+// shared memory, and the cluster is one slot. Rows stay single reads and the dgamma terms stay in
+// registers, where the streamed kernel below reads rows twice and updates its partial row per row.
+//
 // kStreamed: the kernel for rows that do not fit the registers, compiled without the register
 // cache. Its fewer registers let two blocks of 512 share a multiprocessor, so one block's reduction
 // overlaps another's loads: on H100 the backward at [4096, 16384] bf16 went from 290 to 248 us and
 // at [8192, 8192] f32 from 421 to 344 us. The plan caps its slots so that their partial rows stay
 // in L2 (kRmsNormStreamedPartialBytes), which the slot's per-row read-modify-write relies on.
-template <typename E, int VEC, bool kStreamed>
+enum class BwdRows { kInRegisters, kSplit, kStreamed };
+
+template <typename E, int VEC, BwdRows kRows>
 JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, const void* dresidual,
                            void* dx, void* workspace, int rows, int n, float epsilon,
                            int rows_per_block, int threads_per_row, int max_slots) {
@@ -185,17 +220,25 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   JA_SHARED float smem[2][2 * 32];
   const int tpr = threads_per_row;
   const int lane = thread_id() % tpr;
-  const int first_slot = block_id() * rows_per_block;  // the block iterates in lock step
+  constexpr bool kStreamed = kRows == BwdRows::kStreamed;
+  // Blocks sharing a row (rows_per_block is 1 then). A kernel of its own: the address arithmetic of
+  // a share cost the in-register kernel up to 29 registers (bf16 v4: 78 -> 107).
+  const int split = kRows == BwdRows::kSplit ? cluster_size() : 1;
+  const int first_slot = block_id() / split * rows_per_block;  // the block iterates in lock step
   const int slot = first_slot + thread_id() / tpr;
-  const int slots_launched = block_count() * rows_per_block;
+  const int slots_launched = block_count() / split * rows_per_block;
   const int slots = max_slots < slots_launched ? max_slots : slots_launched;
   if (block_id() == 0 && thread_id() == 0) static_cast<int*>(workspace)[0] = slots;
   const bool slot_active = slot < slots;
   const int nvec = n / VEC;
-  const P* gv = static_cast<const P*>(gamma);
+  // This block's vectors of the row: [col0, col0 + width); the whole row without a cluster.
+  const int share = tpr * kChunksBwd;
+  const int col0 = split > 1 ? cluster_rank() * share : 0;
+  const int width = split > 1 && nvec - col0 > share ? share : nvec - col0;
+  const P* gv = static_cast<const P*>(gamma) + col0;
   PF* part = reinterpret_cast<PF*>(static_cast<char*>(workspace) + kWorkspaceHeaderBytes) +
-             static_cast<int64_t>(slot_active ? slot : 0) * nvec;
-  const bool cached = !kStreamed && nvec <= tpr * kChunksBwd;
+             static_cast<int64_t>(slot_active ? slot : 0) * nvec + col0;
+  const bool cached = !kStreamed && width <= share;
 
   // Rows that fit: gamma is read once for all the slot's rows, x and dy once per row (kept in
   // registers between the reduction and dx; the next row's are loaded before this one is reduced,
@@ -206,7 +249,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   for (int c = 0; c < kChunksBwd; ++c) {
     for (int k = 0; k < VEC; ++k) dg[c][k] = 0.f;
     const int i = c * tpr + lane;
-    if (cached && i < nvec) g[c] = gv[i];
+    if (cached && i < width) g[c] = gv[i];
   }
   if (!cached && slot_active) {
     for (int i = lane; i < nvec; i += tpr) {
@@ -219,23 +262,35 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   P xs[kChunksBwd], ds[kChunksBwd];  // this row
   auto load_cached = [&](int row, P(&xo)[kChunksBwd], P(&dyo)[kChunksBwd]) {
     if (!slot_active || row >= rows) return;
-    const int64_t b = static_cast<int64_t>(row) * nvec;
+    const int64_t b = static_cast<int64_t>(row) * nvec + col0;
     for (int c = 0; c < kChunksBwd; ++c) {
       const int i = c * tpr + lane;
-      if (i < nvec) {
+      if (i < width) {
         xo[c] = load_once(static_cast<const P*>(x) + b + i);
         dyo[c] = load_once(static_cast<const P*>(dy) + b + i);
       }
     }
   };
+  // Every block of the cluster has its inboxes set up before any block sends (and before the first
+  // loads are in flight, which the cluster barrier's release would wait for).
+  JA_SHARED SplitSums split_sums;
+  if constexpr (kHasClusters && kRows == BwdRows::kSplit) {
+    if (split > 1) {
+      if (thread_id() == 0) {
+        init_inbox(split_sums.inbox[0]);
+        init_inbox(split_sums.inbox[1]);
+      }
+      cluster_barrier();
+    }
+  }
   if (cached) load_cached(slot, xs, ds);
-  int buffer = 0;
-  for (int row0 = first_slot; row0 < rows; row0 += slots, buffer ^= 1) {
+  int step = 0;  // the slot's rows so far: its sums alternate between two buffers
+  for (int row0 = first_slot; row0 < rows; row0 += slots, ++step) {
     const int row = row0 + (slot - first_slot);
     P xn[kChunksBwd], dn[kChunksBwd];  // the slot's next row
     if (cached) load_cached(row + slots, xn, dn);
     const bool active = slot_active && row < rows;
-    const int64_t base = static_cast<int64_t>(active ? row : 0) * nvec;
+    const int64_t base = static_cast<int64_t>(active ? row : 0) * nvec + col0;
     const P* xv = static_cast<const P*>(x) + base;
     const P* dyv = static_cast<const P*>(dy) + base;
     const P* drv = dresidual ? static_cast<const P*>(dresidual) + base : nullptr;
@@ -269,19 +324,22 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
 
     if (cached) {
       for (int c = 0; c < kChunksBwd; ++c) {
-        if (active && c * tpr + lane < nvec) accumulate(xs[c], ds[c], g[c]);
+        if (active && c * tpr + lane < width) accumulate(xs[c], ds[c], g[c]);
       }
     } else if (active) {
       for (int i = lane; i < nvec; i += tpr) accumulate(xv[i], dyv[i], gv[i]);
     }
-    row_sum(acc, tpr, smem[buffer]);
+    row_sum(acc, tpr, smem[step & 1]);
+    if constexpr (kHasClusters && kRows == BwdRows::kSplit) {
+      if (split > 1) cluster_sum(acc, split_sums, split, step);
+    }
     if (!active) continue;
     const float r = rsqrt(acc[0] / static_cast<float>(n) + epsilon);
     const float coef = r * r * r * acc[1] / static_cast<float>(n);
     if (cached) {
       for (int c = 0; c < kChunksBwd; ++c) {
         const int i = c * tpr + lane;
-        if (i < nvec) emit(i, xs[c], ds[c], g[c], r, coef, dg[c]);
+        if (i < width) emit(i, xs[c], ds[c], g[c], r, coef, dg[c]);
       }
     } else {
       // Long rows are read twice (the second time mostly from L2) and the dgamma terms go through
@@ -300,7 +358,7 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
   if (cached && slot_active) {
     for (int c = 0; c < kChunksBwd; ++c) {
       const int i = c * tpr + lane;
-      if (i < nvec) {
+      if (i < width) {
         PF o;
         for (int k = 0; k < VEC; ++k) o.v[k] = dg[c][k];
         part[i] = o;
@@ -368,18 +426,21 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
 #define JA_RMSNORM_FWD(tag, E, VEC)                                          \
   JA_RMSNORM_FWD_KERNEL(jax_aiter_rmsnorm_fwd_##tag##_v##VEC, E, VEC, false) \
   JA_RMSNORM_FWD_KERNEL(jax_aiter_rmsnorm_fwd_add_##tag##_v##VEC, E, VEC, true)
-#define JA_RMSNORM_BWD_KERNEL(name, E, VEC, streamed)                                           \
+#define JA_RMSNORM_BWD_KERNEL(name, E, VEC, rows_kind)                                          \
   void name(const void* dy, const void* x, const void* gamma, const void* dresidual, void* dx,  \
             void* workspace, int rows, int n, float epsilon, int rows_per_block,                \
             int threads_per_row, int max_slots) {                                               \
-    ja::rmsnorm_bwd<ja::E, VEC, streamed>(dy, x, gamma, dresidual, dx, workspace, rows, n,      \
-                                          epsilon, rows_per_block, threads_per_row, max_slots); \
+    ja::rmsnorm_bwd<ja::E, VEC, ja::BwdRows::rows_kind>(dy, x, gamma, dresidual, dx, workspace, \
+                                                        rows, n, epsilon, rows_per_block,       \
+                                                        threads_per_row, max_slots);            \
   }
-#define JA_RMSNORM_BWD(tag, E, VEC)                                          \
-  JA_KERNEL_BOUNDED(512)                                                     \
-  JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_##tag##_v##VEC, E, VEC, false) \
-  JA_KERNEL_BOUNDED_RESIDENT(512, 2)                                         \
-  JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_streamed_##tag##_v##VEC, E, VEC, true)
+#define JA_RMSNORM_BWD(tag, E, VEC)                                                 \
+  JA_KERNEL_BOUNDED(512)                                                            \
+  JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_##tag##_v##VEC, E, VEC, kInRegisters) \
+  JA_KERNEL_BOUNDED(512)                                                            \
+  JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_split_##tag##_v##VEC, E, VEC, kSplit) \
+  JA_KERNEL_BOUNDED_RESIDENT(512, 2)                                                \
+  JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_streamed_##tag##_v##VEC, E, VEC, kStreamed)
 #define JA_RMSNORM_DGAMMA(tag, E)                                                   \
   JA_KERNEL_BOUNDED(1024)                                                           \
   void jax_aiter_rmsnorm_dgamma_##tag(const void* workspace, void* dgamma, int n) { \

@@ -114,19 +114,78 @@ JA_DEVICE void stage_in_shared(Staging& s, void* const (&dst)[kCopies],
   }
   __syncthreads();
 }
-// Every thread waits until the staged bytes have landed.
-JA_DEVICE void wait_staged(Staging& s) {
-  const uint32_t bar = shared_address(&s.barrier);
+// Waits until the mbarrier's phase of this parity has completed.
+JA_DEVICE void wait_phase(unsigned long long* barrier, uint32_t parity) {
+  const uint32_t bar = shared_address(barrier);
   uint32_t done = 0;
   do {
     asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, "
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
         "p; }"
         : "=r"(done)
-        : "r"(bar)
+        : "r"(bar), "r"(parity)
         : "memory");
   } while (!done);
 }
+// Every thread waits until the staged bytes have landed.
+JA_DEVICE void wait_staged(Staging& s) { wait_phase(&s.barrier, 0); }
+
+// Thread-block clusters (sm_90): the blocks of one cluster run at once on one GPU processing
+// cluster and can read each other's shared memory. A launch without clusters is a cluster of one.
+inline constexpr bool kHasClusters = true;
+JA_DEVICE int cluster_size() {
+  uint32_t n;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return static_cast<int>(n);
+}
+JA_DEVICE int cluster_rank() {
+  uint32_t r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return static_cast<int>(r);
+}
+// Every thread of every block of the cluster: shared-memory writes before it are visible to the
+// cluster's reads after it.
+JA_DEVICE void cluster_barrier() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+// Sending a few floats to other blocks of the cluster with no cluster-wide barrier: the sender
+// writes them into the receiver's shared memory with st.async, which counts the bytes on the
+// receiver's mbarrier; the receiver waits on that barrier alone. On H100 the split backward took
+// 0.214 ms at [4096, 16384] bf16 with a cluster barrier a row and 0.162 ms with this: the barrier's
+// release seems to wait for the thread's loads in flight (the next row's, prefetched).
+struct Inbox {
+  unsigned long long barrier;  // one mbarrier, one phase per message
+};
+// One thread of the block, before any block of the cluster sends (then a cluster_barrier).
+JA_DEVICE void init_inbox(Inbox& box) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&box.barrier)));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// One thread of the receiver, once per message: the phase completes when `bytes` have arrived.
+JA_DEVICE void expect_in_inbox(Inbox& box, uint32_t bytes) {
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(&box.barrier)),
+      "r"(bytes)
+      : "memory");
+}
+// Writes two floats to dst (8-byte aligned) in block `rank` and counts them on its inbox.
+JA_DEVICE void send_to_block(float* dst, float a, float b, Inbox& box, int rank) {
+  uint32_t remote_dst, remote_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote_dst)
+               : "r"(shared_address(dst)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote_bar)
+               : "r"(shared_address(&box.barrier)), "r"(rank));
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+          remote_dst),
+      "f"(a), "f"(b), "r"(remote_bar)
+      : "memory");
+}
+// Every thread of the receiver: waits for the message of this parity (phases alternate 0, 1, ...).
+JA_DEVICE void wait_inbox(Inbox& box, uint32_t parity) { wait_phase(&box.barrier, parity); }
 }  // namespace ja
 
 #elif defined(__HIP__)
@@ -203,6 +262,17 @@ template <int kCopies>
 JA_DEVICE void stage_in_shared(Staging& s, void* const (&dst)[kCopies],
                                const void* const (&src)[kCopies], const uint32_t (&bytes)[kCopies]);
 JA_DEVICE void wait_staged(Staging& s);
+// No thread-block clusters on AMD: every launch is a cluster of one block; the cluster primitives
+// are only declared, for `if constexpr (kHasClusters)` branches AMD never compiles.
+inline constexpr bool kHasClusters = false;
+JA_DEVICE constexpr int cluster_size() { return 1; }
+JA_DEVICE constexpr int cluster_rank() { return 0; }
+JA_DEVICE void cluster_barrier();
+struct Inbox {};
+JA_DEVICE void init_inbox(Inbox& box);
+JA_DEVICE void expect_in_inbox(Inbox& box, uint32_t bytes);
+JA_DEVICE void send_to_block(float* dst, float a, float b, Inbox& box, int rank);
+JA_DEVICE void wait_inbox(Inbox& box, uint32_t parity);
 }  // namespace ja
 
 #else

@@ -71,5 +71,5 @@ TEST(KernelLoads, EveryGlobalLoadMovesAWholeVector) {
     EXPECT_GT(loads, 0) << symbol;
     ++checked;
   }
-  EXPECT_EQ(checked, 44);  // 11 forward, 11 fused forward, 11 backward, 11 streamed backward
+  EXPECT_EQ(checked, 55);  // 11 each: forward, fused forward, backward, split and streamed backward
 }

@@ -265,7 +265,7 @@ TEST(RmsNormPlan, BackwardRules) {
   for (ja::Arch arch : {ja::Arch::kGfx950, ja::Arch::kSm90}) {
     const ja::Target t = target_for(arch);
     for (int64_t rows : {1, 7, 1024, 1025, 5000, 20000, 40000}) {
-      for (int64_t n : {1, 8, 4096, 4095, 16384}) {
+      for (int64_t n : {1, 8, 4096, 4095, 8196, 16384, 32768, 32772, 65535}) {
         ja::ops::RmsNormWithAddBwd::Params p;
         p.dy = tensor(DType::kBF16, {rows, n}, 0x100000);
         p.x = tensor(DType::kBF16, {rows, n}, 0x200000);
@@ -283,27 +283,39 @@ TEST(RmsNormPlan, BackwardRules) {
             rows <= 1024 ? rows : std::min<int64_t>(std::max<int64_t>(rows / 16, 1024), 2048);
         EXPECT_EQ(a.max_slots, want_slots);
         // A persistent launch capped at the blocks the workspace has room for. Rows that need
-        // more than 2 vectors a thread are streamed, by kernels of their own whose blocks are
-        // also capped so that their float32 partial rows take at most 16 MiB (but never fewer
-        // blocks than compute units).
+        // more than 2 vectors a thread of a 512-thread block are split over a cluster of up to
+        // 8 such blocks on CUDA, a cluster a slot; longer ones, and all of them on AMD, are
+        // streamed, by kernels of their own whose blocks are also capped so that their float32
+        // partial rows take at most 16 MiB (but never fewer blocks than compute units).
         EXPECT_TRUE(main.fill_device);
         EXPECT_TRUE(ja::kernels::RmsNormModule::kKernels[main.kernel].fill_device);
         const int vec = n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1;
-        const bool streamed = n / vec > 2 * int64_t{a.threads_per_row};
+        const bool in_registers = n / vec <= 2 * int64_t{a.threads_per_row};
+        const int64_t split = (n / vec + 1023) / 1024;  // 512 threads a block, 2 vectors each
+        const bool split_rows = !in_registers && arch == ja::Arch::kSm90 && split <= 8;
+        const bool streamed = !in_registers && !split_rows;
         int64_t want_blocks = (a.max_slots + a.rows_per_block - 1) / a.rows_per_block;
         if (streamed) {
           want_blocks = std::min<int64_t>(
               want_blocks, std::max<int64_t>((int64_t{16} << 20) / (4 * n), t.compute_units));
         }
+        if (split_rows) {
+          want_blocks = a.max_slots * split;
+          // Shares as equal as whole warps allow.
+          const int64_t share = (n / vec + split - 1) / split;
+          EXPECT_EQ(a.threads_per_row, std::min<int64_t>(512, ((share + 1) / 2 + 31) / 32 * 32));
+          EXPECT_GE(int64_t{a.threads_per_row} * 2 * split, n / vec);
+          EXPECT_EQ(a.rows_per_block, 1);
+        }
         EXPECT_EQ(int64_t{main.grid.x}, want_blocks) << "rows=" << rows << " n=" << n;
+        EXPECT_EQ(int64_t{main.cluster}, split_rows ? split : 1) << "rows=" << rows << " n=" << n;
         EXPECT_EQ(a.workspace, p.workspace.data);
         EXPECT_LE(main.block.x, uint32_t{ja::kernels::RmsNormKernelFacts::kMaxThreadsBwd});
         EXPECT_EQ(a.dresidual, p.dresidual.data);
         // The workspace is only 16-byte aligned here: at most 4 floats per access.
         const auto& info = ja::kernels::RmsNormModule::kKernels[main.kernel];
-        EXPECT_EQ(info.symbol, std::string(streamed ? "jax_aiter_rmsnorm_bwd_streamed_bf16_v"
-                                                    : "jax_aiter_rmsnorm_bwd_bf16_v") +
-                                   std::to_string(vec));
+        const std::string kind = streamed ? "streamed_" : split_rows ? "split_" : "";
+        EXPECT_EQ(info.symbol, "jax_aiter_rmsnorm_bwd_" + kind + "bf16_v" + std::to_string(vec));
         const auto& red = plan.launches.launches[1];
         const auto r = red.args.unpack<ja::kernels::RmsNormDgammaArgs>();
         EXPECT_FALSE(red.fill_device);
@@ -315,11 +327,40 @@ TEST(RmsNormPlan, BackwardRules) {
   }
 }
 
+// Which backward rows split over a cluster: 16-bit rows from 2 blocks' worth of vectors, f32 rows
+// from 3 (the measured rule in ops/rmsnorm.hpp), never more than 8 blocks, only on CUDA.
+TEST(RmsNormPlan, BackwardSplitRule) {
+  const ja::Target cuda = target_for(ja::Arch::kSm90);
+  const ja::Target hip = target_for(ja::Arch::kGfx942);
+  using ja::ops::rmsnorm_bwd_split;
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kBF16, 1024), 0);  // fits one block (caller's check)
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kBF16, 1025), 2);
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kF16, 2048), 2);
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kBF16, 8192), 8);
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kBF16, 8193), 0);  // streamed
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kF32, 2048), 0);   // f32 [.., 8192]: streamed
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kF32, 2049), 3);
+  EXPECT_EQ(rmsnorm_bwd_split(cuda, DType::kF32, 4096), 4);  // f32 [.., 16384]
+  EXPECT_EQ(rmsnorm_bwd_split(hip, DType::kBF16, 2048), 0);  // no clusters on AMD
+  // Equal shares: 1280 vectors over 2 blocks of 320 threads (not 1024 + 256).
+  const auto l = ja::ops::rmsnorm_bwd_split_layout(1280, 8, 2, 32);
+  EXPECT_EQ(l.threads_per_row, 320);
+  EXPECT_EQ(l.rows_per_block, 1);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_split_layout(8192, 8, 8, 32).threads_per_row, 512);
+  EXPECT_EQ(ja::ops::rmsnorm_bwd_split_layout(1500, 8, 2, 32).threads_per_row, 384);
+}
+
 // fill_device launches: the grid a backend resolves from the measured occupancy.
 TEST(FillDevice, ResidentBlocksTimesUnitsUpToTheCap) {
   EXPECT_EQ(ja::kernels::fill_device_blocks(2048, 132, 3), 396u);  // H100, 3 blocks an SM
   EXPECT_EQ(ja::kernels::fill_device_blocks(100, 132, 3), 100u);   // capped
   EXPECT_EQ(ja::kernels::fill_device_blocks(2048, 304, 0), 1u);    // never an empty grid
+}
+
+TEST(FillDevice, ClustersOnTheDeviceUpToTheCap) {
+  EXPECT_EQ(ja::kernels::fill_device_cluster_blocks(2048 * 4, 4, 32), 128u);  // 32 clusters of 4
+  EXPECT_EQ(ja::kernels::fill_device_cluster_blocks(8 * 4, 4, 32), 32u);      // 8 slots' worth
+  EXPECT_EQ(ja::kernels::fill_device_cluster_blocks(2 * 8, 8, 0), 8u);        // one cluster
 }
 
 TEST(FillDevice, OccupancyTableResolvesTheGrid) {
@@ -358,6 +399,49 @@ TEST(FillDevice, OccupancyTableResolvesTheGrid) {
   EXPECT_FALSE(occ.grid(l).ok());
 }
 
+// Cluster launches are sized from the clusters the device holds, measured per cluster size at the
+// kernel's declared block size; a backend that measured none (HIP, the host) refuses them.
+TEST(FillDevice, ClusterLaunchesUseTheClusterTable) {
+  ja::kernels::KernelInfo split{"split", 8, {}, /*fill_device=*/true, /*cluster_block=*/512};
+  auto blocks = [](int threads) -> ja::Expected<int> { return threads > 512 ? 0 : 1; };
+  std::vector<std::pair<int, int>> asked;
+  auto clusters = [&](int threads, int size) -> ja::Expected<int> {
+    asked.emplace_back(threads, size);
+    return 128 / size;  // e.g. 128 SMs in whole clusters
+  };
+  ja::runtime::Occupancy cuda(132);
+  ASSERT_TRUE(cuda.add_kernel(split, blocks, clusters).ok());
+  ASSERT_EQ(asked.size(), 7u);  // sizes 2..8 at 512 threads
+  EXPECT_EQ(asked.front(), std::make_pair(512, 2));
+  EXPECT_EQ(asked.back(), std::make_pair(512, 8));
+  ja::kernels::Launch l;
+  l.kernel = 0;
+  l.fill_device = true;
+  l.cluster = 4;
+  l.grid = {2048 * 4, 1, 1};
+  l.block = {512, 1, 1};
+  EXPECT_EQ(cuda.grid(l)->x, 128u);  // 32 clusters of 4
+  l.grid.x = 3 * 4;
+  EXPECT_EQ(cuda.grid(l)->x, 12u);
+  l.block = {256, 1, 1};  // smaller than the measured block: at least as many clusters fit
+  EXPECT_EQ(cuda.grid(l)->x, 12u);
+  l.block = {544, 1, 1};  // larger: unmeasured
+  EXPECT_FALSE(cuda.grid(l).ok());
+  l.block = {512, 1, 1};
+  l.cluster = 9;  // past the portable cluster size
+  EXPECT_FALSE(cuda.grid(l).ok());
+  l.cluster = 4;
+  l.fill_device = false;  // cluster launches are sized from the table
+  EXPECT_FALSE(cuda.grid(l).ok());
+  l.fill_device = true;
+  ja::runtime::Occupancy hip(304);  // no cluster query: nothing measured
+  ASSERT_TRUE(hip.add_kernel(split, blocks).ok());
+  EXPECT_FALSE(hip.grid(l).ok());
+  l.cluster = 1;  // without a cluster it is an ordinary persistent launch
+  l.grid.x = 5000;
+  EXPECT_EQ(hip.grid(l)->x, 304u);
+}
+
 // Only the backward row passes are persistent launches; the rest of the module is never measured.
 TEST(FillDevice, RmsNormDeclaresItsPersistentKernels) {
   using M = ja::kernels::RmsNormModule;
@@ -366,5 +450,9 @@ TEST(FillDevice, RmsNormDeclaresItsPersistentKernels) {
     EXPECT_EQ(k.fill_device, k.symbol.starts_with("jax_aiter_rmsnorm_bwd_")) << k.symbol;
     declared += k.fill_device;
   }
-  EXPECT_EQ(declared, 22);
+  EXPECT_EQ(declared, 33);
+  for (const auto& k : M::kKernels) {
+    EXPECT_EQ(k.cluster_block != 0, k.symbol.starts_with("jax_aiter_rmsnorm_bwd_split_"))
+        << k.symbol;
+  }
 }

@@ -40,6 +40,20 @@ ja::ops::Tensor tensor(CUdeviceptr p, DType t, std::vector<int64_t> dims) {
   return out;
 }
 
+// The plain backward's parameters (dx written to dx, dgamma to dg, partials to ws).
+ja::ops::RmsNormBwd::Params bwd_params(CUdeviceptr dy, CUdeviceptr x, CUdeviceptr g, CUdeviceptr dx,
+                                       CUdeviceptr dg, CUdeviceptr ws, DType t, int64_t rows,
+                                       int64_t n) {
+  return {tensor(dy, t, {rows, n}),
+          tensor(x, t, {rows, n}),
+          tensor(g, t, {n}),
+          {},
+          tensor(dx, t, {rows, n}),
+          tensor(dg, t, {n}),
+          tensor(ws, DType::kU8, {ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)}),
+          1e-6f};
+}
+
 // Random data of dtype t (normal, never zeros), tiled from one pool so that filling many GiB
 // takes no time; each allocation starts at another offset of the pool.
 CUdeviceptr alloc_random(DType t, size_t count, std::mt19937& rng) {
@@ -153,6 +167,78 @@ void staging_sweep(CUstream s, std::mt19937& rng) {
   }
 }
 
+// The backward of rows past one block's registers, split over a thread-block cluster against
+// streamed, by dtype, n and rows: the same plan made for CUDA (split where the rule allows) and as
+// if the backend had no clusters (streamed), both launches of each timed together. What the plan's
+// split rule (rmsnorm_bwd_split) rests on.
+void split_sweep(CUstream s, std::mt19937& rng) {
+  const ja::Target cuda = *ja::runtime::Cuda::target(0);
+  ja::Target no_clusters = cuda;
+  no_clusters.backend = ja::BackendKind::kHip;  // the plan's only question of the backend here
+  std::printf(
+      "\nbackward, rows split over a cluster vs streamed (us per call, both launches, batched)\n"
+      "%-5s %-6s %-6s %-7s %10s %10s %8s %10s %10s %8s\n",
+      "dtype", "n", "rows", "cluster", "split", "streamed", "ratio", "split", "streamed", "ratio");
+  constexpr int64_t kMaxCount = int64_t{1} << 26;
+  for (DType t : {DType::kBF16, DType::kF32}) {
+    const size_t esz = ja::size_bytes(t);
+    CUdeviceptr x[kSets], dy[kSets], dx[kSets];
+    for (int i = 0; i < kSets; ++i) {
+      x[i] = alloc_random(t, kMaxCount, rng);
+      dy[i] = alloc_random(t, kMaxCount, rng);
+      CHECK_CU(cuMemAlloc(&dx[i], kMaxCount * esz));
+    }
+    CUdeviceptr g = alloc_random(t, 65536, rng), dg, ws;
+    CHECK_CU(cuMemAlloc(&dg, 65536 * esz));
+    const size_t ws_bytes = ja::ops::rmsnorm_bwd_workspace_bytes(kMaxCount / 8192, 65536);
+    CHECK_CU(cuMemAlloc(&ws, ws_bytes));
+    CHECK_CU(cuCtxSynchronize());
+    const std::vector<int64_t> ns = t == DType::kF32
+                                        ? std::vector<int64_t>{6144, 8192, 16384, 32768}
+                                        : std::vector<int64_t>{10240, 16384, 32768, 65536};
+    for (int64_t n : ns) {
+      for (int64_t rows : {8, 132, 1024, 4096, 8192}) {
+        if (rows * n > kMaxCount ||
+            static_cast<size_t>(ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)) > ws_bytes) {
+          continue;
+        }
+        auto plan = [&](int i, const ja::Target& target) {
+          return ja::ops::RmsNormBwd::plan(bwd_params(dy[i], x[i], g, dx[i], dg, ws, t, rows, n),
+                                           target);
+        };
+        auto timed = [&](const ja::Target& target) {
+          const auto call = [&](int i) {
+            const auto pl = plan(i, target);
+            for (const auto& l : pl.launches.view()) {
+              const ja::Status st = ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l);
+              if (!st.ok()) {
+                std::printf("error: %s\n", st.message().c_str());
+                std::exit(1);
+              }
+            }
+          };
+          return 1e3 * median_ms(s, call, /*batch=*/rows * n >= (1 << 24) ? 1 : 16,
+                                 /*repeats=*/15, /*warmup=*/4);
+        };
+        const int cluster = plan(0, cuda).launches.launches[0].cluster;
+        double us[4];
+        for (int k = 0; k < 4; ++k) us[k] = timed(k % 2 == 0 ? cuda : no_clusters);  // two rounds
+        std::printf("%-5s %-6lld %-6lld %-7d %10.2f %10.2f %8.3f %10.2f %10.2f %8.3f\n",
+                    std::string(ja::name(t)).c_str(), (long long)n, (long long)rows, cluster, us[0],
+                    us[1], us[0] / us[1], us[2], us[3], us[2] / us[3]);
+      }
+    }
+    for (int i = 0; i < kSets; ++i) {
+      cuMemFree(x[i]);
+      cuMemFree(dy[i]);
+      cuMemFree(dx[i]);
+    }
+    cuMemFree(g);
+    cuMemFree(dg);
+    cuMemFree(ws);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -213,19 +299,9 @@ int main() {
       must(ja::ffi::Handler<ja::ops::RmsNormWithAdd, ja::runtime::Cuda>::run(where, p));
     });
     // Backward on input set i (dx written into y[i]).
-    auto bwd_params = [&](int i) {
-      return ja::ops::RmsNormBwd::Params{
-          tensor(dy[i], t, {rows, n}),
-          tensor(x[i], t, {rows, n}),
-          tensor(g, t, {n}),
-          {},
-          tensor(y[i], t, {rows, n}),
-          tensor(dg, t, {n}),
-          tensor(ws, DType::kU8, {ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)}),
-          1e-6f};
-    };
+    auto bwd_at = [&](int i) { return bwd_params(dy[i], x[i], g, y[i], dg, ws, t, rows, n); };
     const double bwd = median_ms(s, [&](int i) {
-      must(ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, bwd_params(i)));
+      must(ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, bwd_at(i)));
     });
     // The backward's two launches timed apart: the row pass (dx, partial dgamma rows) and the
     // reduction of the partial rows.
@@ -233,7 +309,7 @@ int main() {
     double bwd_launch_ms[2] = {0, 0};
     for (size_t k = 0; k < 2; ++k) {
       bwd_launch_ms[k] = median_ms(s, [&](int i) {
-        const auto plan = ja::ops::RmsNormBwd::plan(bwd_params(i), *target);
+        const auto plan = ja::ops::RmsNormBwd::plan(bwd_at(i), *target);
         must(ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, plan.launches.view()[k]));
       });
     }
@@ -264,5 +340,6 @@ int main() {
     cuMemFree(ws);
   }
   staging_sweep(s, rng);
+  split_sweep(s, rng);
   return 0;
 }

@@ -112,8 +112,10 @@ bool close(DType t, const std::vector<uint8_t>& got, const std::vector<double>& 
 }
 
 // The backward is a fill_device launch: it must have run exactly as many blocks as the device
-// holds at once (the driver's occupancy of that kernel at that block size, times the SMs), capped
-// by the plan, and said so in the workspace header the reduction reads.
+// holds at once (the driver's occupancy of that kernel at that block size, times the SMs; for rows
+// split over a cluster, the clusters the device holds, a slot each), capped by the plan, and said
+// so in the workspace header the reduction reads.
+int split_shapes = 0;  // backward launches whose rows were split over a cluster
 void check_persistent_slots(const ja::ops::RmsNormWithAddBwd::Params& p, const Dev& ws) {
   const ja::Target target = *ja::runtime::Cuda::target(0);
   const auto plan = ja::ops::RmsNormWithAddBwd::plan(p, target);
@@ -123,8 +125,26 @@ void check_persistent_slots(const ja::ops::RmsNormWithAddBwd::Params& p, const D
   int per_sm = 0;
   CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, m->functions[l.kernel],
                                                        static_cast<int>(l.block.x), 0));
-  const int64_t blocks = std::min<int64_t>(l.grid.x, int64_t{target.compute_units} * per_sm);
-  const int64_t want = std::min<int64_t>(a.max_slots, blocks * a.rows_per_block);
+  int64_t want = 0;
+  if (l.cluster > 1) {
+    ++split_shapes;
+    CUlaunchAttribute cluster{};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim = {l.cluster, 1, 1};
+    CUlaunchConfig config{};
+    config.gridDimX = l.cluster;
+    config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1;
+    config.blockDimX = l.block.x;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    CHECK_CU(cuOccupancyMaxActiveClusters(&clusters, m->functions[l.kernel], &config));
+    const int64_t slots = std::min<int64_t>(l.grid.x / l.cluster, clusters);
+    want = std::min<int64_t>(a.max_slots, slots);
+  } else {
+    const int64_t blocks = std::min<int64_t>(l.grid.x, int64_t{target.compute_units} * per_sm);
+    want = std::min<int64_t>(a.max_slots, blocks * a.rows_per_block);
+  }
   int32_t got = -1;
   const std::vector<uint8_t> header = ws.get(sizeof(got));
   std::memcpy(&got, header.data(), sizeof(got));
@@ -301,12 +321,13 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
 
 }  // namespace
 
-// Rows x n: tiny, odd, Llama/Qwen sizes, rows that stream (n > 8192 for 16-bit types), and many
-// rows per dgamma slot.
+// Rows x n: tiny, odd, Llama/Qwen sizes, rows past one block's registers in the backward (split
+// over clusters of 2 to 8 blocks, evenly or not, or streamed past 8), and many rows per dgamma
+// slot.
 const std::vector<std::pair<int64_t, int64_t>> kShapes = {
-    {1, 1},     {3, 7},      {5, 64},    {600, 64},    {7, 3584},
-    {4, 4095},  {33, 4096},  {2, 5120},  {3, 8192},    {2, 16384},
-    {1, 16383}, {5000, 256}, {2100, 33}, {9000, 2048}, {2100, 10240}};
+    {1, 1},        {3, 7},       {5, 64},      {600, 64},   {7, 3584},   {4, 4095},    {33, 4096},
+    {2, 5120},     {3, 8192},    {2, 16384},   {1, 16383},  {5000, 256}, {2100, 33},   {9000, 2048},
+    {2100, 10240}, {130, 12000}, {300, 32768}, {64, 65536}, {40, 10001}, {1000, 16384}};
 
 int main() {
   CHECK_CU(cuInit(0));
@@ -335,6 +356,7 @@ int main() {
   }
   std::printf("fused forward shapes rerun with rows staged in shared memory and without: %d\n",
               staged_shapes);
+  std::printf("backward launches with rows split over a thread-block cluster: %d\n", split_shapes);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

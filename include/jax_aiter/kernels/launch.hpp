@@ -34,7 +34,14 @@ struct KernelInfo {
   uint32_t args_size;                // sizeof our argument struct
   std::span<const ArgField> fields;  // named fields of that struct, for the metadata check
   bool fill_device = false;  // launched fill_device: backends measure its occupancy at module load
+  // Launched in thread-block clusters of blocks of up to this many threads (0: never): backends
+  // that have clusters measure how many fit on the device at this size at module load, for each
+  // cluster size up to kMaxClusterSize.
+  uint16_t cluster_block = 0;
 };
+
+// The portable cluster size limit of sm_90 (larger ones need an opt-in per kernel).
+inline constexpr int kMaxClusterSize = 8;
 
 // Packed kernel arguments, fixed capacity so a launch never allocates. Only the first `size` bytes
 // mean anything, so the buffer is not zeroed (that was most of a handler's host cost).
@@ -64,6 +71,9 @@ struct Launch {
   // whole device holds at once (fill_device_blocks), so none waits for a second wave. The kernel
   // must cope with any grid from 1 to the cap (it reads its own block count).
   bool fill_device = false;
+  // Blocks per thread-block cluster along x (sm_90; 1: no cluster). grid.x is a whole number of
+  // clusters; only a backend with clusters (CUDA) launches cluster > 1, the others refuse it.
+  uint8_t cluster = 1;
   Dim3 grid;
   Dim3 block;
   uint32_t shared_bytes = 0;  // dynamic shared memory
@@ -78,6 +88,15 @@ constexpr uint32_t fill_device_blocks(uint32_t cap, int compute_units, int resid
   return blocks < 1 ? 1u : static_cast<uint32_t>(blocks);
 }
 
+// Blocks of a fill_device launch in clusters of `cluster` blocks: as many clusters as the device
+// holds at once (measured per kernel and cluster size), never more blocks than the cap (a whole
+// number of clusters), at least one cluster.
+constexpr uint32_t fill_device_cluster_blocks(uint32_t cap, int cluster, int resident_clusters) {
+  const int64_t clusters_cap = int64_t{cap} / cluster;
+  const int64_t clusters = resident_clusters < clusters_cap ? resident_clusters : clusters_cap;
+  return static_cast<uint32_t>((clusters < 1 ? 1 : clusters) * cluster);
+}
+
 // A plan's launches, in order, on one stream; fixed capacity.
 template <size_t Capacity>
 struct LaunchSequence {
@@ -90,6 +109,7 @@ struct LaunchSequence {
     Launch& l = launches[count++];
     l.kernel = kernel;
     l.fill_device = false;
+    l.cluster = 1;
     l.grid = grid;
     l.block = block;
     l.shared_bytes = shared_bytes;

@@ -83,12 +83,20 @@ inline constexpr std::array kRmsNormDgammaFields{
     JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, n),
 };
 
+// Which backward kernel a row takes (kernels_co/rmsnorm.kernel.cpp): its row in one block's
+// registers, split over the blocks of a thread-block cluster, or streamed through L2.
+enum class BwdRows : uint8_t { kInRegisters, kSplit, kStreamed };
+
 // Facts of the kernels, kept in step with kernels_co/rmsnorm.kernel.cpp.
 struct RmsNormKernelFacts {
-  static constexpr int kChunksFwd = 2;               // vectors a thread keeps in registers per row
-  static constexpr int kChunksBwd = 2;               // (backward: dgamma terms per vector)
-  static constexpr int kMaxThreadsFwd = 1024;        // __launch_bounds__ of the forward kernels
-  static constexpr int kMaxThreadsBwd = 512;         // and of the backward kernels (both kinds)
+  static constexpr int kChunksFwd = 2;         // vectors a thread keeps in registers per row
+  static constexpr int kChunksBwd = 2;         // (backward: dgamma terms per vector)
+  static constexpr int kMaxThreadsFwd = 1024;  // __launch_bounds__ of the forward kernels
+  static constexpr int kMaxThreadsBwd = 512;   // and of the backward kernels (all kinds)
+  // The split backward shares a row among the blocks of a thread-block cluster (CUDA): blocks of
+  // kSplitThreads threads, up to the portable cluster size.
+  static constexpr int kSplitThreads = 512;
+  static constexpr int kMaxSplit = 8;
   static constexpr int kDgammaBlock = 1024;          // threads per block of the dgamma reduction
   static constexpr int kDgammaColumns = 32;          // columns per block of the dgamma reduction
   static constexpr int kWorkspaceHeaderBytes = 256;  // the backward workspace's header
@@ -108,6 +116,10 @@ constexpr KernelInfo fwd(std::string_view s) {
 constexpr KernelInfo bwd(std::string_view s) {  // persistent launches (see ops/rmsnorm.hpp)
   return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields, /*fill_device=*/true};
 }
+constexpr KernelInfo bwd_split(std::string_view s) {  // persistent, in clusters
+  return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields, /*fill_device=*/true,
+          /*cluster_block=*/RmsNormKernelFacts::kSplitThreads};
+}
 constexpr KernelInfo dgamma(std::string_view s) {
   return {s, sizeof(RmsNormDgammaArgs), kRmsNormDgammaFields};
 }
@@ -116,8 +128,9 @@ constexpr KernelInfo dgamma(std::string_view s) {
 struct RmsNormModule {
   static constexpr std::string_view kName = "rmsnorm";
   // Order: 11 kernels of each kind (bf16 v1..v8, f16 v1..v8, f32 v1..v4): forward, fused forward,
-  // backward, backward for rows past the registers (streamed); then 3 reductions.
-  static constexpr std::array<KernelInfo, 47> kKernels{{
+  // backward, backward of rows split over a cluster, backward of rows past the registers
+  // (streamed); then 3 reductions.
+  static constexpr std::array<KernelInfo, 58> kKernels{{
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"),
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
       detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"),
@@ -151,6 +164,17 @@ struct RmsNormModule {
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v1"),
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v2"),
       detail::bwd("jax_aiter_rmsnorm_bwd_f32_v4"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v1"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v2"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v4"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v8"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v1"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v2"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v4"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v8"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f32_v1"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f32_v2"),
+      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f32_v4"),
       detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v1"),
       detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v2"),
       detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v4"),
@@ -180,11 +204,12 @@ struct RmsNormModule {
   static constexpr uint16_t fwd_kernel(DType t, int vec, bool fused) {
     return static_cast<uint16_t>((fused ? 11 : 0) + by_vec(t, vec));
   }
-  static constexpr uint16_t bwd_kernel(DType t, int vec, bool streamed) {
-    return static_cast<uint16_t>((streamed ? 33 : 22) + by_vec(t, vec));
+  static constexpr uint16_t bwd_kernel(DType t, int vec, BwdRows rows) {
+    const int first = rows == BwdRows::kInRegisters ? 22 : rows == BwdRows::kSplit ? 33 : 44;
+    return static_cast<uint16_t>(first + by_vec(t, vec));
   }
   static constexpr uint16_t dgamma_kernel(DType t) {
-    return static_cast<uint16_t>(44 + dtype_slot(t));
+    return static_cast<uint16_t>(55 + dtype_slot(t));
   }
 };
 
@@ -192,10 +217,13 @@ static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kF32, 4, 
               "jax_aiter_rmsnorm_fwd_f32_v4");
 static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kBF16, 1, true)].symbol ==
               "jax_aiter_rmsnorm_fwd_add_bf16_v1");
-static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8, false)].symbol ==
-              "jax_aiter_rmsnorm_bwd_f16_v8");
-static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF32, 2, true)].symbol ==
-              "jax_aiter_rmsnorm_bwd_streamed_f32_v2");
+static_assert(
+    RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8, BwdRows::kInRegisters)]
+        .symbol == "jax_aiter_rmsnorm_bwd_f16_v8");
+static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kBF16, 4, BwdRows::kSplit)]
+                  .symbol == "jax_aiter_rmsnorm_bwd_split_bf16_v4");
+static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF32, 2, BwdRows::kStreamed)]
+                  .symbol == "jax_aiter_rmsnorm_bwd_streamed_f32_v2");
 static_assert(RmsNormModule::kKernels[RmsNormModule::dgamma_kernel(DType::kF32)].symbol ==
               "jax_aiter_rmsnorm_dgamma_f32");
 

@@ -134,15 +134,18 @@ using RmsNormTwins = std::array<HostTwin, kernels::RmsNormModule::kKernels.size(
 
 // One twin per dtype and kind, at the indices the module's own functions give (the vector width
 // changes nothing on the host; the forward twin reads the residual pointer, so it stands for the
-// plain and the fused kernels, and one backward twin for the register-cached and streamed ones).
+// plain and the fused kernels, and one backward twin for the in-register, split and streamed ones:
+// the host runs no clusters, so a split kernel there would be the in-register one).
 template <DType T>
 constexpr void place_rmsnorm_twins(RmsNormTwins& t) {
   using M = kernels::RmsNormModule;
   for (int vec = 1; vec <= kernels::rmsnorm_max_vec(T); vec *= 2) {
     t[M::fwd_kernel(T, vec, false)] = &kernels::host::rmsnorm_fwd<T>;
     t[M::fwd_kernel(T, vec, true)] = &kernels::host::rmsnorm_fwd<T>;
-    t[M::bwd_kernel(T, vec, false)] = &kernels::host::rmsnorm_bwd<T>;
-    t[M::bwd_kernel(T, vec, true)] = &kernels::host::rmsnorm_bwd<T>;
+    for (auto rows :
+         {kernels::BwdRows::kInRegisters, kernels::BwdRows::kSplit, kernels::BwdRows::kStreamed}) {
+      t[M::bwd_kernel(T, vec, rows)] = &kernels::host::rmsnorm_bwd<T>;
+    }
   }
   t[M::dgamma_kernel(T)] = &kernels::host::rmsnorm_dgamma<T>;
 }

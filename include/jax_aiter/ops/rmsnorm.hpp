@@ -110,6 +110,35 @@ constexpr int64_t rmsnorm_bwd_max_slots(int64_t rows) {
 // unit.
 inline constexpr int64_t kRmsNormStreamedPartialBytes = int64_t{16} << 20;
 
+// Blocks of a thread-block cluster that share a backward row too long for one block's registers
+// (CUDA: sm_90 clusters), each holding up to kSplitThreads * kChunksBwd of its vectors in
+// registers; 0 where the row is streamed instead. The cluster is one slot: its blocks add their row
+// sums through distributed shared memory, read the row once and keep their dgamma terms in
+// registers, where the streamed kernel reads the row twice and updates its slot's float32 partial
+// row (in L2) every row. On H100 (cuda_rmsnorm_bench's sweep, split against streamed, both
+// launches, time ratio): bf16 0.52-0.67 at n = 16384-32768 from 1024 rows, 0.41-0.44 at 65536,
+// 0.92-1.02 at 10240 with unequal shares (1024 + 256 vectors; 0.83-0.90 shared equally); f32
+// 0.75-0.81 at n = 16384-32768 from 1024 rows, but 1.05-1.07 at n = 8192 and 1.3-1.5 at 6144
+// (2 blocks): the partial-row update costs the streamed kernel 8 bytes of L2 traffic an element,
+// relatively less beside f32's 12 bytes of DRAM traffic than beside bf16's 6. So f32 rows split
+// from 3 blocks up.
+constexpr int rmsnorm_bwd_split(const Target& target, DType t, int64_t vectors) {
+  using F = kernels::RmsNormKernelFacts;
+  if (target.backend != BackendKind::kCuda) return 0;
+  const int64_t split = ceil_div(vectors, int64_t{F::kSplitThreads} * F::kChunksBwd);
+  const int64_t fewest = t == DType::kF32 ? 3 : 2;
+  return split >= fewest && split <= F::kMaxSplit ? static_cast<int>(split) : 0;
+}
+
+// The layout of a split row: one row a block, its vectors shared equally among the blocks (threads
+// a whole number of warps, at most kSplitThreads).
+constexpr RowLayout rmsnorm_bwd_split_layout(int64_t vectors, int vec, int split, int warp) {
+  using F = kernels::RmsNormKernelFacts;
+  const int64_t threads = ceil_div(ceil_div(vectors, int64_t{split}), int64_t{F::kChunksBwd});
+  return {vec,
+          static_cast<int>(std::min<int64_t>(ceil_div(threads, warp) * warp, F::kSplitThreads)), 1};
+}
+
 // Bytes of the workspace the backward needs: a header (the slot count used, read by the
 // reduction), then [slots, n] float32 partials.
 constexpr int64_t rmsnorm_bwd_workspace_bytes(int64_t rows, int64_t n) {
@@ -282,8 +311,23 @@ struct RmsNormBackward {
            reinterpret_cast<uintptr_t>(p.workspace.data) % (static_cast<uintptr_t>(v) * 4) != 0) {
       v /= 2;
     }
-    const RowLayout l = rmsnorm_layout(n, v, kernels::RmsNormKernelFacts::kChunksBwd,
-                                       kernels::RmsNormKernelFacts::kMaxThreadsBwd, target.warp());
+    using F = kernels::RmsNormKernelFacts;
+    using kernels::BwdRows;
+    RowLayout l = rmsnorm_layout(n, v, F::kChunksBwd, F::kMaxThreadsBwd, target.warp());
+    const bool in_registers = l.row_in_registers(n, F::kChunksBwd);
+    // Rows past the registers: split over a cluster (one row a block of kSplitThreads), else
+    // streamed.
+    const int split = in_registers ? 0 : rmsnorm_bwd_split(target, p.x.dtype, n / v);
+    if (split > 0) l = rmsnorm_bwd_split_layout(n / v, v, split, target.warp());
+    const BwdRows kind = in_registers ? BwdRows::kInRegisters
+                         : split > 0  ? BwdRows::kSplit
+                                      : BwdRows::kStreamed;
+    int64_t blocks = ceil_div(max_slots, l.rows_per_block);
+    if (kind == BwdRows::kSplit) blocks = max_slots * split;
+    if (kind == BwdRows::kStreamed) {
+      const int64_t fit = kRmsNormStreamedPartialBytes / (n * int64_t{sizeof(float)});
+      blocks = std::min(blocks, std::max<int64_t>(fit, target.compute_units));
+    }
     kernels::RmsNormBwdArgs args{p.dy.data,
                                  p.x.data,
                                  p.gamma.data,
@@ -297,19 +341,14 @@ struct RmsNormBackward {
                                  l.threads_per_row,
                                  static_cast<int32_t>(max_slots)};
     kernels::RmsNormDgammaArgs reduce{p.workspace.data, p.dgamma.data, static_cast<int32_t>(n)};
-    constexpr int kReduceBlock = kernels::RmsNormKernelFacts::kDgammaBlock;
-    constexpr int kReduceColumns = kernels::RmsNormKernelFacts::kDgammaColumns;
-    const bool streamed = !l.row_in_registers(n, kernels::RmsNormKernelFacts::kChunksBwd);
-    int64_t blocks = ceil_div(max_slots, l.rows_per_block);
-    if (streamed) {
-      const int64_t fit = kRmsNormStreamedPartialBytes / (n * int64_t{sizeof(float)});
-      blocks = std::min(blocks, std::max<int64_t>(fit, target.compute_units));
-    }
+    constexpr int kReduceBlock = F::kDgammaBlock;
+    constexpr int kReduceColumns = F::kDgammaColumns;
     Plan plan;
-    plan.launches
-        .add(Module::bwd_kernel(p.x.dtype, v, streamed), {static_cast<uint32_t>(blocks), 1, 1},
-             {static_cast<uint32_t>(l.block_threads()), 1, 1}, args)
-        .fill_device = true;
+    kernels::Launch& rows_pass = plan.launches.add(
+        Module::bwd_kernel(p.x.dtype, v, kind), {static_cast<uint32_t>(blocks), 1, 1},
+        {static_cast<uint32_t>(l.block_threads()), 1, 1}, args);
+    rows_pass.fill_device = true;
+    if (kind == BwdRows::kSplit) rows_pass.cluster = static_cast<uint8_t>(split);
     plan.launches.add(Module::dgamma_kernel(p.x.dtype),
                       {static_cast<uint32_t>(ceil_div(n, kReduceColumns)), 1, 1},
                       {kReduceBlock, 1, 1}, reduce);

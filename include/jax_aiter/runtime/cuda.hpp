@@ -82,13 +82,45 @@ struct Cuda {
     size_t size = (*m)->param_bytes[l.kernel];
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-    CUresult r = cuLaunchKernel((*m)->functions[l.kernel], grid->x, grid->y, grid->z, l.block.x,
-                                l.block.y, l.block.z, l.shared_bytes, stream, nullptr, extra);
+    CUfunction f = (*m)->functions[l.kernel];
+    CUresult r;
+    if (l.cluster > 1) {
+      CUlaunchAttribute cluster = cluster_attribute(l.cluster);
+      CUlaunchConfig config = launch_config(*grid, l.block, l.shared_bytes, stream, &cluster);
+      r = cuLaunchKernelEx(&config, f, nullptr, extra);
+    } else {
+      r = cuLaunchKernel(f, grid->x, grid->y, grid->z, l.block.x, l.block.y, l.block.z,
+                         l.shared_bytes, stream, nullptr, extra);
+    }
     if (r != CUDA_SUCCESS) return error(r, StrCat("launch of ", M::kKernels[l.kernel].symbol));
     return {};
   }
 
  private:
+  static CUlaunchAttribute cluster_attribute(int blocks) {
+    CUlaunchAttribute a{};
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = static_cast<unsigned>(blocks);
+    a.value.clusterDim.y = 1;
+    a.value.clusterDim.z = 1;
+    return a;
+  }
+  static CUlaunchConfig launch_config(kernels::Dim3 grid, kernels::Dim3 block, uint32_t shared,
+                                      CUstream stream, CUlaunchAttribute* cluster) {
+    CUlaunchConfig c{};
+    c.gridDimX = grid.x;
+    c.gridDimY = grid.y;
+    c.gridDimZ = grid.z;
+    c.blockDimX = block.x;
+    c.blockDimY = block.y;
+    c.blockDimZ = block.z;
+    c.sharedMemBytes = shared;
+    c.hStream = stream;
+    c.attrs = cluster;
+    c.numAttrs = 1;
+    return c;
+  }
+
   template <Module M>
   static Expected<LoadedModule> load(int device) {
     auto t = target(device);
@@ -121,14 +153,26 @@ struct Cuda {
         if (!bytes) return bytes.status();
         out.functions.push_back(f);
         out.param_bytes.push_back(*bytes);
-        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel(k, [&](int threads) -> Expected<int> {
+        auto blocks_per_sm = [&](int threads) -> Expected<int> {
           int blocks = 0;
           CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
           // A block size the kernel cannot run at (beyond its launch bounds) holds none.
           if (r == CUDA_ERROR_INVALID_VALUE) return 0;
           if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
           return blocks;
-        }));
+        };
+        auto clusters_on_device = [&](int threads, int size) -> Expected<int> {
+          CUlaunchAttribute cluster = cluster_attribute(size);
+          const kernels::Dim3 grid{static_cast<uint32_t>(size), 1, 1};
+          const kernels::Dim3 block{static_cast<uint32_t>(threads), 1, 1};
+          CUlaunchConfig config = launch_config(grid, block, 0, nullptr, &cluster);
+          int clusters = 0;
+          CUresult r = cuOccupancyMaxActiveClusters(&clusters, f, &config);
+          if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CLUSTER_SIZE) return 0;
+          if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveClusters");
+          return clusters;
+        };
+        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel(k, blocks_per_sm, clusters_on_device));
       }
       return {};
     }();

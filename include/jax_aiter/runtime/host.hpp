@@ -42,6 +42,11 @@ struct Host {
       return Internal(StrCat("jax_aiter: kernel index ", launch.kernel, " out of range for ",
                              std::string(M::kName)));
     }
+    if (launch.cluster > 1) {
+      return Internal(
+          StrCat("jax_aiter: ", M::kKernels[launch.kernel].symbol,
+                 ": a thread-block cluster launch, which the host backend does not run"));
+    }
     // A fill_device launch runs its whole cap here: the CPU runs blocks one after another, and the
     // cap is the most blocks (and so the most dgamma slots) any device may use.
     HostTwins<M>::kTwins[launch.kernel](launch.args, launch.grid, launch.block);
