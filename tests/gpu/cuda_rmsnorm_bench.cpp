@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -38,6 +39,21 @@ ja::ops::Tensor tensor(CUdeviceptr p, DType t, std::vector<int64_t> dims) {
   out.rank = static_cast<int>(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) out.dims[i] = dims[i];
   return out;
+}
+
+// A launch or handler that fails ends the benchmark with its message.
+void must(const ja::Status& st) {
+  if (!st.ok()) {
+    std::printf("error: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+}
+
+// Frees buffers, and every set of each rotating array of kSets.
+template <typename... Sets>
+void free_sets(std::initializer_list<CUdeviceptr> single, Sets&... sets) {
+  for (CUdeviceptr p : single) cuMemFree(p);
+  for (int i = 0; i < kSets; ++i) (cuMemFree(sets[i]), ...);
 }
 
 // The plain backward's parameters (dx written to dx, dgamma to dg, partials to ws).
@@ -143,11 +159,7 @@ void staging_sweep(CUstream s, std::mt19937& rng) {
         const auto launch = [&](int i) {
           ja::kernels::Launch l = plan(i);
           l.shared_bytes = shared;
-          const ja::Status st = ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l);
-          if (!st.ok()) {
-            std::printf("error: %s\n", st.message().c_str());
-            std::exit(1);
-          }
+          must(ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l));
         };
         return 1e3 * median_ms(s, launch, /*batch=*/32, /*repeats=*/15, /*warmup=*/8);
       };
@@ -156,13 +168,7 @@ void staging_sweep(CUstream s, std::mt19937& rng) {
       std::printf("%-8lld %-8lld %-8u %10.2f %10.2f %8.3f %10.2f %10.2f %8.3f  %s\n", (long long)n,
                   (long long)rows, l0.grid.x, us[0], us[1], us[0] / us[1], us[2], us[3],
                   us[2] / us[3], l0.shared_bytes ? "staged" : "direct");
-      for (int i = 0; i < kSets; ++i) {
-        cuMemFree(x[i]);
-        cuMemFree(r[i]);
-        cuMemFree(y[i]);
-        cuMemFree(ro[i]);
-      }
-      cuMemFree(g);
+      free_sets({g}, x, r, y, ro);
     }
   }
 }
@@ -210,11 +216,7 @@ void split_sweep(CUstream s, std::mt19937& rng) {
           const auto call = [&](int i) {
             const auto pl = plan(i, target);
             for (const auto& l : pl.launches.view()) {
-              const ja::Status st = ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l);
-              if (!st.ok()) {
-                std::printf("error: %s\n", st.message().c_str());
-                std::exit(1);
-              }
+              must(ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l));
             }
           };
           return 1e3 * median_ms(s, call, /*batch=*/rows * n >= (1 << 24) ? 1 : 16,
@@ -228,14 +230,7 @@ void split_sweep(CUstream s, std::mt19937& rng) {
                     us[1], us[0] / us[1], us[2], us[3], us[2] / us[3]);
       }
     }
-    for (int i = 0; i < kSets; ++i) {
-      cuMemFree(x[i]);
-      cuMemFree(dy[i]);
-      cuMemFree(dx[i]);
-    }
-    cuMemFree(g);
-    cuMemFree(dg);
-    cuMemFree(ws);
+    free_sets({g, dg, ws}, x, dy, dx);
   }
 }
 
@@ -279,12 +274,6 @@ int main() {
     CHECK_CU(cuMemAlloc(&dg, n * ja::size_bytes(t)));
     CHECK_CU(cuMemAlloc(&ws, ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)));
     CHECK_CU(cuCtxSynchronize());  // uploads (legacy stream) done before the timed stream runs
-    auto must = [](const ja::Status& st) {
-      if (!st.ok()) {
-        std::printf("error: %s\n", st.message().c_str());
-        std::exit(1);
-      }
-    };
     const double copy =
         median_ms(s, [&](int i) { CHECK_CU(cuMemcpyDtoDAsync(y[i], x[i], bytes, s)); });
     const double fwd = median_ms(s, [&](int i) {
@@ -328,16 +317,7 @@ int main() {
     const double partial_bytes = double(ja::ops::rmsnorm_bwd_workspace_bytes(rows, n));
     row("  bwd row pass", bwd_launch_ms[0], 3.0 * bytes + partial_bytes);
     row("  bwd dgamma reduce", bwd_launch_ms[1], partial_bytes);
-    for (int i = 0; i < kSets; ++i) {
-      cuMemFree(x[i]);
-      cuMemFree(r[i]);
-      cuMemFree(dy[i]);
-      cuMemFree(y[i]);
-      cuMemFree(ro[i]);
-    }
-    cuMemFree(g);
-    cuMemFree(dg);
-    cuMemFree(ws);
+    free_sets({g, dg, ws}, x, r, dy, y, ro);
   }
   staging_sweep(s, rng);
   split_sweep(s, rng);
