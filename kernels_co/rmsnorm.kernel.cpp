@@ -420,6 +420,8 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
   JA_KERNEL_BOUNDED(1024)                                                                        \
   void name(const void* x, const void* residual, const void* gamma, void* y, void* residual_out, \
             int rows, int n, float epsilon, int rows_per_block, int threads_per_row) {           \
+    ja::wait_for_prior_grids();                                                                  \
+    ja::allow_dependent_grids();                                                                 \
     ja::rmsnorm_fwd<ja::E, VEC, fused>(x, residual, gamma, y, residual_out, rows, n, epsilon,    \
                                        rows_per_block, threads_per_row);                         \
   }
@@ -430,6 +432,8 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
   void name(const void* dy, const void* x, const void* gamma, const void* dresidual, void* dx,  \
             void* workspace, int rows, int n, float epsilon, int rows_per_block,                \
             int threads_per_row, int max_slots) {                                               \
+    ja::wait_for_prior_grids();                                                                 \
+    ja::allow_dependent_grids();                                                                \
     ja::rmsnorm_bwd<ja::E, VEC, ja::BwdRows::rows_kind>(dy, x, gamma, dresidual, dx, workspace, \
                                                         rows, n, epsilon, rows_per_block,       \
                                                         threads_per_row, max_slots);            \
@@ -444,6 +448,8 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
 #define JA_RMSNORM_DGAMMA(tag, E)                                                   \
   JA_KERNEL_BOUNDED(1024)                                                           \
   void jax_aiter_rmsnorm_dgamma_##tag(const void* workspace, void* dgamma, int n) { \
+    ja::wait_for_prior_grids();                                                     \
+    ja::allow_dependent_grids();                                                    \
     ja::rmsnorm_dgamma<ja::E>(workspace, dgamma, n);                                \
   }
 #define JA_RMSNORM_ALL(tag, E, VEC) JA_RMSNORM_FWD(tag, E, VEC) JA_RMSNORM_BWD(tag, E, VEC)

@@ -62,6 +62,15 @@ JA_DEVICE void store_once(P* p, const P& v) {
   using W = typename PackWord<sizeof(P)>::type;
   __stcs(reinterpret_cast<W*>(p), *reinterpret_cast<const W*>(&v));
 }
+// Programmatic dependent launch (sm_90): the CUDA backend launches every kernel with programmatic
+// stream serialisation, so its blocks may be scheduled while the stream's previous kernel is still
+// finishing. A kernel therefore waits for the previous grids to complete and flush before it
+// touches memory (their outputs may be its inputs; tests/cpp/test_kernel_loads.cpp checks the
+// order in the PTX), then lets the next kernel be scheduled once all its own blocks run.
+JA_DEVICE void wait_for_prior_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+JA_DEVICE void allow_dependent_grids() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 // sm_90 converts to bf16 in one instruction (round to nearest even, NaN kept).
 #define JA_HAVE_NATIVE_BF16 1
 JA_DEVICE uint16_t float_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
@@ -250,6 +259,9 @@ template <typename P>
 JA_DEVICE void store_once(P* p, const P& v) {
   *p = v;
 }
+// AMD queues order kernels of a stream by themselves: nothing to wait for or allow.
+JA_DEVICE void wait_for_prior_grids() {}
+JA_DEVICE void allow_dependent_grids() {}
 // No staging in shared memory on AMD: gfx942 has no bulk-copy engine, and with no AMD GPU to
 // measure an LDS round trip against direct loads, the kernels load straight into registers there.
 // The primitives are only declared: the kernels name them in `if constexpr (kStageInShared)`

@@ -49,8 +49,9 @@ else()
   add_test(NAME test_code_object COMMAND test_code_object)
 endif()
 
-# test_kernel_loads: every global load of our sm_90 kernels moves at least one whole vector (read
-# from their PTX, built with the cubin's nvcc options). nvcc only; skipped without it.
+# test_kernel_loads: every sm_90 kernel waits for the previous grid before touching memory, and
+# every global load moves at least one whole vector (read from their PTX, built with the cubin's
+# nvcc options). nvcc only; skipped without it.
 if(JAX_AITER_NVCC)
   set(_jax_aiter_rmsnorm_ptx ${CMAKE_CURRENT_BINARY_DIR}/rmsnorm.sm_90.ptx)
   add_custom_command(

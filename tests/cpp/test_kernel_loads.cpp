@@ -1,7 +1,9 @@
-// The sm_90 PTX of our RMSNorm kernels: every global load of a kernel built for vectors of V
-// elements moves at least V elements at once. A pack bound to a const reference straight from
-// global memory made nvcc read it element by element (8 16-bit loads for one 16-byte vector),
-// which cost the streamed backward 7-9 % on H100; this test keeps that from coming back.
+// The sm_90 PTX of our RMSNorm kernels. Every kernel waits for the stream's previous grid before
+// it touches memory (the backend launches it as a programmatic dependent). Every global load of a
+// kernel built for vectors of V elements moves at least V elements at once. A pack bound to a const
+// reference straight from global memory made nvcc read it element by element (8 16-bit loads for
+// one 16-byte vector), which cost the streamed backward 7-9 % on H100; this test keeps that from
+// coming back.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -72,4 +74,29 @@ TEST(KernelLoads, EveryGlobalLoadMovesAWholeVector) {
     ++checked;
   }
   EXPECT_EQ(checked, 55);  // 11 each: forward, fused forward, backward, split and streamed backward
+}
+
+// The CUDA backend launches every kernel with programmatic stream serialisation, so a kernel may
+// start before the stream's previous kernel has finished writing its inputs: it must execute
+// griddepcontrol.wait before its first global memory access (a load, store, atomic or bulk copy).
+TEST(KernelLoads, EveryKernelWaitsForThePreviousGridBeforeTouchingMemory) {
+  const auto entries = ptx_entries(JAX_AITER_TEST_RMSNORM_PTX);
+  ASSERT_FALSE(entries.empty()) << "no .entry in " << JAX_AITER_TEST_RMSNORM_PTX;
+  const std::regex memory(R"(\b((ld|st|atom|red)\.global|cp\.async)[\w.:]*)");
+  int checked = 0;
+  for (const auto& info : jax_aiter::kernels::RmsNormModule::kKernels) {
+    const std::string symbol(info.symbol);
+    const auto it = entries.find(symbol);
+    ASSERT_NE(it, entries.end()) << symbol << " is not in the PTX";
+    const std::string& body = it->second;
+    const size_t wait = body.find("griddepcontrol.wait");
+    ASSERT_NE(wait, std::string::npos) << symbol << " never waits for the previous grid";
+    std::smatch first;
+    ASSERT_TRUE(std::regex_search(body, first, memory)) << symbol << " touches no global memory";
+    EXPECT_LT(wait, static_cast<size_t>(first.position()))
+        << symbol << ": " << first.str() << " before griddepcontrol.wait";
+    EXPECT_NE(body.find("griddepcontrol.launch_dependents"), std::string::npos) << symbol;
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(jax_aiter::kernels::RmsNormModule::kKernels.size()));
 }

@@ -202,6 +202,73 @@ void check_staging(CUstream stream, DType t, int64_t rows, int64_t n, const Dev&
   }
 }
 
+// The backend launches every kernel as a programmatic dependent of the stream's previous one, so
+// a kernel's blocks may start before that kernel has finished. Chains of dependent calls, with no
+// host synchronisation between them, must give the bits of the same chain synchronised after every
+// call. Forward: ping-pong between two buffers (each call reads what the previous wrote, and
+// overwrites what the previous read). Backward: dx becomes the next dy, and every call reuses one
+// workspace, which the previous call's dgamma reduction reads while the next row pass writes it.
+void check_dependent_chain(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937& rng) {
+  constexpr int kSteps = 8;
+  const size_t count = rows * n, esz = ja::size_bytes(t);
+  const auto hx = random_host(t, count, rng, 0.0, 1.5), hg = random_host(t, n, rng, 1.0, 0.2);
+  Dev a(count * esz), b(count * esz), x(count * esz), g(n * esz), dg(n * esz),
+      ws(ja::ops::rmsnorm_bwd_workspace_bytes(rows, n));
+  g.put(hg);
+  x.put(hx);
+  ja::ffi::Where<ja::runtime::Cuda> where{stream, 0};
+  auto run = [&](bool backward, bool synchronise) {
+    a.put(hx);
+    b.poison();
+    ws.poison();
+    before_run();
+    for (int k = 0; k < kSteps; ++k) {
+      const Dev& in = k % 2 == 0 ? a : b;
+      const Dev& out = k % 2 == 0 ? b : a;
+      ja::Status st;
+      if (backward) {
+        ja::ops::RmsNormBwd::Params p{tensor(in, t, {rows, n}),
+                                      tensor(x, t, {rows, n}),
+                                      tensor(g, t, {n}),
+                                      {},
+                                      tensor(out, t, {rows, n}),
+                                      tensor(dg, t, {n}),
+                                      tensor(ws, DType::kU8, {int64_t(ws.bytes)}),
+                                      1e-6f};
+        st = ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, p);
+      } else {
+        ja::ops::RmsNorm::Params p{
+            tensor(in, t, {rows, n}), tensor(g, t, {n}), tensor(out, t, {rows, n}), {}, {}, 1e-6f};
+        st = ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p);
+      }
+      if (!st.ok()) std::printf("FAIL chain run: %s\n", st.message().c_str());
+      if (synchronise) CHECK_CU(cuStreamSynchronize(stream));
+    }
+    CHECK_CU(cuStreamSynchronize(stream));
+    std::vector<uint8_t> got = (kSteps % 2 == 0 ? a : b).get(count * esz);
+    if (backward) {
+      const auto d = dg.get(n * esz);
+      got.insert(got.end(), d.begin(), d.end());
+    }
+    return got;
+  };
+  for (bool backward : {false, true}) {
+    const auto chained = run(backward, false), synchronised = run(backward, true);
+    bool finite = true;
+    for (size_t i = 0; i < chained.size() / esz; ++i) {
+      finite = finite && std::isfinite(to_double(t, chained.data(), i));
+    }
+    const bool ok = finite && chained == synchronised;
+    (ok ? passed : failed)++;
+    std::printf(
+        "%s %-22s %-4s rows=%-6lld n=%-6lld %d dependent calls, the bits of the "
+        "synchronised chain%s\n",
+        ok ? "PASS" : "FAIL", backward ? "rms_norm_bwd chain" : "rms_norm chain",
+        std::string(ja::name(t)).c_str(), (long long)rows, (long long)n, kSteps,
+        finite ? "" : " (non-finite values)");
+  }
+}
+
 void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937& rng) {
   const size_t count = rows * n, esz = ja::size_bytes(t);
   const double eps = 1e-6;
@@ -352,6 +419,13 @@ int main() {
   for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
     for (auto [rows, n] : kShapes) {
       check_shape(stream, t, rows, n, rng);
+    }
+  }
+  // One wave of blocks, many waves, split over clusters.
+  for (DType t : {DType::kBF16, DType::kF32}) {
+    for (auto [rows, n] :
+         std::vector<std::pair<int64_t, int64_t>>{{8, 1024}, {16384, 4096}, {1000, 16384}}) {
+      check_dependent_chain(stream, t, rows, n, rng);
     }
   }
   std::printf("fused forward shapes rerun with rows staged in shared memory and without: %d\n",

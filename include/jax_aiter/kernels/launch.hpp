@@ -1,5 +1,5 @@
 // What a plan hands a backend: which kernel of a module, the launch shape, and the packed argument
-// bytes the kernel reads (hipModuleLaunchKernel / cuLaunchKernel with a single argument buffer).
+// bytes the kernel reads (hipModuleLaunchKernel / cuLaunchKernelEx with a single argument buffer).
 // Plain data, no GPU headers: plans are unit-tested on the host.
 #pragma once
 

@@ -20,7 +20,7 @@ namespace jax_aiter::runtime {
 
 struct Cuda {
   static constexpr BackendKind kKind = BackendKind::kCuda;
-  // Execute issues nothing but cuLaunchKernel on XLA's stream with XLA-owned buffers.
+  // Execute issues nothing but cuLaunchKernelEx on XLA's stream with XLA-owned buffers.
   static constexpr bool kCommandBufferCompatible = true;
   using Stream = CUstream;
 
@@ -83,15 +83,15 @@ struct Cuda {
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     CUfunction f = (*m)->functions[l.kernel];
-    CUresult r;
-    if (l.cluster > 1) {
-      CUlaunchAttribute cluster = cluster_attribute(l.cluster);
-      CUlaunchConfig config = launch_config(*grid, l.block, l.shared_bytes, stream, &cluster);
-      r = cuLaunchKernelEx(&config, f, nullptr, extra);
-    } else {
-      r = cuLaunchKernel(f, grid->x, grid->y, grid->z, l.block.x, l.block.y, l.block.z,
-                         l.shared_bytes, stream, nullptr, extra);
-    }
+    // Every launch may start while the stream's previous kernel finishes (programmatic dependent
+    // launch): our kernels wait for it (griddepcontrol.wait) before touching memory. H100: the
+    // chain of 200 small calls 2.27 -> 2.10 us a step on the device, the backward's two launches
+    // 0.7 % faster; big forwards unchanged.
+    CUlaunchAttribute attrs[2] = {programmatic_attribute(), {}};
+    unsigned count = 1;
+    if (l.cluster > 1) attrs[count++] = cluster_attribute(l.cluster);
+    CUlaunchConfig config = launch_config(*grid, l.block, l.shared_bytes, stream, attrs, count);
+    CUresult r = cuLaunchKernelEx(&config, f, nullptr, extra);
     if (r != CUDA_SUCCESS) return error(r, StrCat("launch of ", M::kKernels[l.kernel].symbol));
     return {};
   }
@@ -105,8 +105,14 @@ struct Cuda {
     a.value.clusterDim.z = 1;
     return a;
   }
+  static CUlaunchAttribute programmatic_attribute() {
+    CUlaunchAttribute a{};
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    return a;
+  }
   static CUlaunchConfig launch_config(kernels::Dim3 grid, kernels::Dim3 block, uint32_t shared,
-                                      CUstream stream, CUlaunchAttribute* cluster) {
+                                      CUstream stream, CUlaunchAttribute* attrs, unsigned count) {
     CUlaunchConfig c{};
     c.gridDimX = grid.x;
     c.gridDimY = grid.y;
@@ -116,8 +122,8 @@ struct Cuda {
     c.blockDimZ = block.z;
     c.sharedMemBytes = shared;
     c.hStream = stream;
-    c.attrs = cluster;
-    c.numAttrs = 1;
+    c.attrs = attrs;
+    c.numAttrs = count;
     return c;
   }
 
@@ -165,7 +171,7 @@ struct Cuda {
           CUlaunchAttribute cluster = cluster_attribute(size);
           const kernels::Dim3 grid{static_cast<uint32_t>(size), 1, 1};
           const kernels::Dim3 block{static_cast<uint32_t>(threads), 1, 1};
-          CUlaunchConfig config = launch_config(grid, block, 0, nullptr, &cluster);
+          CUlaunchConfig config = launch_config(grid, block, 0, nullptr, &cluster, 1);
           int clusters = 0;
           CUresult r = cuOccupancyMaxActiveClusters(&clusters, f, &config);
           if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CLUSTER_SIZE) return 0;
