@@ -177,9 +177,9 @@ void check_staging(CUstream stream, DType t, int64_t rows, int64_t n, const Dev&
   if (stage_bytes > ja::kernels::RmsNormKernelFacts::kMaxStagedBytes) return;
   // Where the kernel stages at all: 16-byte vectors (the widest), rows in registers.
   const int vec = ja::kernels::rmsnorm_max_vec(t);
-  const bool stages =
-      planned.kernel == ja::kernels::RmsNormModule::fwd_kernel(t, vec, true) &&
-      n / vec <= int64_t{a.threads_per_row} * ja::kernels::RmsNormKernelFacts::kChunksFwd;
+  const ja::ops::RowLayout layout{vec, a.threads_per_row, a.rows_per_block};
+  const bool stages = planned.kernel == ja::kernels::RmsNormModule::fwd_kernel(t, vec, true) &&
+                      layout.row_in_registers(n, ja::kernels::RmsNormKernelFacts::kChunksFwd);
   staged_shapes += stages;
   for (uint32_t shared : {static_cast<uint32_t>(stage_bytes), 0u}) {
     ja::kernels::Launch l = planned;
@@ -241,7 +241,10 @@ void check_dependent_chain(CUstream stream, DType t, int64_t rows, int64_t n, st
             tensor(in, t, {rows, n}), tensor(g, t, {n}), tensor(out, t, {rows, n}), {}, {}, 1e-6f};
         st = ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p);
       }
-      if (!st.ok()) std::printf("FAIL chain run: %s\n", st.message().c_str());
+      if (!st.ok()) {
+        std::printf("FAIL chain run: %s\n", st.message().c_str());
+        ++failed;
+      }
       if (synchronise) CHECK_CU(cuStreamSynchronize(stream));
     }
     CHECK_CU(cuStreamSynchronize(stream));

@@ -106,6 +106,9 @@ struct RmsNormKernelFacts {
   static constexpr int64_t kMaxStagedBytes = int64_t{48} << 10;
 };
 
+static_assert(RmsNormKernelFacts::kMaxSplit <= kMaxClusterSize,
+              "a split row's cluster must be one the backends measure at module load");
+
 // Vector widths built per dtype: 16-byte accesses at most.
 constexpr int rmsnorm_max_vec(DType t) { return t == DType::kF32 ? 4 : 8; }
 
