@@ -1,14 +1,18 @@
 // Host-side cost of one FFI handler call, and proof that the execute path does not allocate.
 //
-//   BM_NoopHandler              decode + validate + plan + pack + dispatch of an op whose one
-//                               kernel (a Host twin) does nothing: the binder's whole overhead
-//   BM_RmsNormDecodeValidatePlan  the real RmsNorm's share of that: FfiSpec::params, validate, plan
+//   BM_NoopHandler              decode + validate + tier + plan + pack + resolve + dispatch of an
+//                               op whose one kernel (a Host twin) does nothing: the binder's whole
+//                               overhead
+//   BM_RmsNormDecodeValidatePlan  the real RmsNorm's share of that: Spec::decode, validate, the
+//                               tier's plan
 //   BM_RmsNormHandler, BM_RmsNormBwdHandler  the real handlers on the Host backend, small shapes
 //                               (the Host kernel twin's work included)
 //
 // Every benchmark also reports allocs_per_call, counted through a replaced global operator new
-// over a fixed number of calls outside the timed loop. Any allocation makes the benchmark report
-// an error and the program exit 1 (the ctest test bench_handler_allocs relies on that).
+// over a fixed number of calls outside the timed loop, after one warm-up call (which builds XLA's
+// handler object and lets the backend resolve, and cache, the plan's kernels). Any allocation makes
+// the benchmark report an error and the program exit 1 (the ctest test bench_handler_allocs relies
+// on that).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -20,13 +24,18 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/ffi/binder.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
-#include "jax_aiter/kernels/launch.hpp"
-#include "jax_aiter/kernels/rmsnorm_host.hpp"
+#include "jax_aiter/ffi/spec.hpp"
+#include "jax_aiter/ffi/tensor.hpp"
+#include "jax_aiter/host_twins/rmsnorm.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/rmsnorm.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 #include "jax_aiter/runtime/host.hpp"
@@ -105,66 +114,53 @@ inline constexpr std::array kNoopFields{
     JAX_AITER_ARG_FIELD(NoopArgs, x), JAX_AITER_ARG_FIELD(NoopArgs, y),
     JAX_AITER_ARG_FIELD(NoopArgs, n), JAX_AITER_ARG_FIELD(NoopArgs, scale)};
 
-struct NoopModule {
-  static constexpr std::string_view kName = "bench_noop";
-  static constexpr std::array<ja::kernels::KernelInfo, 1> kKernels{
-      {{"bench_noop", sizeof(NoopArgs), kNoopFields}}};
-};
+inline constexpr ja::kernels::KernelInfo kNoopKernel{"bench_noop", "bench_noop", sizeof(NoopArgs),
+                                                     kNoopFields};
 
 // The twin does nothing but keep its arguments observable.
 inline void noop_twin(const ja::kernels::KernelArgs& args, ja::kernels::Dim3, ja::kernels::Dim3) {
   benchmark::DoNotOptimize(args.size);
 }
+inline const ja::runtime::HostTwinRegistrar kNoopTwin({{"bench_noop", &noop_twin}});
+
+struct NoopParams {
+  ja::ops::Tensor x, y;
+  float scale = 1.f;
+  ja::ops::Dispatch dispatch;
+};
+
+struct NoopTier {
+  static constexpr std::string_view kName = "portable";
+
+  static ja::Verdict supports(const NoopParams&, const ja::Target&) { return ja::Verdict::yes(); }
+
+  static void plan(const NoopParams& p, const ja::Target& /*target*/, ja::kernels::Plan& plan) {
+    const int64_t n = p.x.elements();
+    plan.launch(kNoopKernel, {static_cast<uint32_t>(ja::ceil_div(n, 256)), 1, 1}, {256, 1, 1},
+                NoopArgs{p.x.data, p.y.data, static_cast<int32_t>(n), p.scale});
+  }
+};
 
 struct NoopOp {
   static constexpr std::string_view kName = "bench.noop";
-  using Module = NoopModule;
+  using Params = NoopParams;
+  using Tiers = std::tuple<NoopTier>;
 
-  struct Params {
-    ja::ops::Tensor x, y;
-    float scale = 1.f;
-  };
-  struct Plan {
-    ja::kernels::LaunchSequence<1> launches;
-  };
-
-  static ja::Status validate(const Params& p, const ja::Target& /*target*/) {
+  static ja::Status validate(const Params& p) {
     if (p.x.dtype != ja::DType::kF32 || p.x.rank < 1) {
       return ja::ops::operand_error(kName, "x", "expected f32[..., n]");
     }
     return ja::ops::expect_like(kName, "y", p.y, p.x, "x");
-  }
-
-  static Plan plan(const Params& p, const ja::Target& /*target*/) {
-    const int64_t n = p.x.elements();
-    Plan plan;
-    plan.launches.add(0, {static_cast<uint32_t>(ja::ceil_div(n, 256)), 1, 1}, {256, 1, 1},
-                      NoopArgs{p.x.data, p.y.data, static_cast<int32_t>(n), p.scale});
-    return plan;
   }
 };
 
 }  // namespace bench
 
 template <>
-struct jax_aiter::runtime::HostTwins<bench::NoopModule> {
-  static constexpr std::array<HostTwin, 1> kTwins{&bench::noop_twin};
-};
-
-template <>
 struct jax_aiter::ffi::FfiSpec<bench::NoopOp> {
-  using Op = bench::NoopOp;
-  static auto bind(auto b) {
-    return std::move(b).template Arg<AnyBuffer>().template Ret<AnyBuffer>().template Attr<float>(
-        "scale");
-  }
-  static Expected<Op::Params> params(AnyBuffer x, Result<AnyBuffer> y, float scale) {
-    Op::Params p;
-    JAX_AITER_RETURN_IF_ERROR(decode_into(p.x, Op::kName, "x", x));
-    JAX_AITER_RETURN_IF_ERROR(decode_into(p.y, Op::kName, "y", *y));
-    p.scale = scale;
-    return p;
-  }
+  using P = bench::NoopOp::Params;
+  static constexpr std::array operands{input("x", &P::x), output("y", &P::y)};
+  static constexpr std::array attributes{attr<&P::scale>("scale", kRequired)};
 };
 
 JAX_AITER_DEFINE_HANDLER(bench_noop_cpu, bench::NoopOp, jax_aiter::runtime::Host);
@@ -237,6 +233,28 @@ void BM_NoopHandler(benchmark::State& state) {
 }
 BENCHMARK(BM_NoopHandler);
 
+// XLA buffers and an epsilon as a source for Spec<RmsNorm>::decode: the operands go through the
+// same to_tensor as a call from XLA (ffi/tensor.hpp), without XLA's argument list around them.
+struct BufferCall {
+  std::array<XLA_FFI_Buffer*, 2> in;
+  XLA_FFI_Buffer* out;
+  float epsilon;
+
+  size_t inputs() const { return in.size(); }
+  size_t results() const { return 1; }
+  ja::Expected<ja::ops::Tensor> input(size_t i, std::string_view name) const {
+    return ja::ffi::to_tensor(ja::ops::RmsNorm::kName, name, xla::ffi::AnyBuffer(in[i]));
+  }
+  ja::Expected<ja::ops::Tensor> result(size_t, std::string_view name) const {
+    return ja::ffi::to_tensor(ja::ops::RmsNorm::kName, name, xla::ffi::AnyBuffer(out));
+  }
+  template <typename Visit>
+  ja::Status attributes(Visit&& visit) const {
+    return visit("epsilon", ja::ffi::AttrValue::f32("F32", epsilon));
+  }
+  bool has_attribute(std::string_view name) const { return name == "epsilon"; }
+};
+
 // The real op's decode + validate + plan, from the XLA buffers a frame would carry.
 void BM_RmsNormDecodeValidatePlan(benchmark::State& state) {
   const int64_t rows = state.range(0), n = state.range(1);
@@ -255,15 +273,19 @@ void BM_RmsNormDecodeValidatePlan(benchmark::State& state) {
   XLA_FFI_Buffer bx = buffer(x.data(), dims, 2), bg = buffer(gamma.data(), gdims, 1),
                  by = buffer(y.data(), dims, 2);
   using Op = ja::ops::RmsNorm;
-  using Spec = ja::ffi::FfiSpec<Op>;
+  using Tier = ja::ops::RmsNormForwardPortable<false>;
   const ja::Target target{ja::BackendKind::kHost, ja::Arch::kHost, 1};
+  const BufferCall call{{&bx, &bg}, &by, 1e-6f};
   measure(state, [&] {
-    auto params =
-        Spec::params(xla::ffi::AnyBuffer(&bx), xla::ffi::AnyBuffer(&bg),
-                     xla::ffi::Result<xla::ffi::AnyBuffer>(xla::ffi::AnyBuffer(&by)), 1e-6f);
-    if (!params || !Op::validate(*params, target).ok()) return false;
-    const Op::Plan plan = Op::plan(*params, target);
-    benchmark::DoNotOptimize(plan.launches.count);
+    auto params = ja::ffi::Spec<Op>::decode(call);
+    if (!params || !Op::validate(*params).ok() ||
+        !ja::ops::validate_dispatch<Op>(params->dispatch).ok() ||
+        !Tier::supports(*params, target).ok()) {
+      return false;
+    }
+    ja::kernels::Plan plan;
+    Tier::plan(*params, target, plan);
+    benchmark::DoNotOptimize(plan.count);
     return true;
   });
 }
@@ -284,7 +306,7 @@ BENCHMARK(BM_RmsNormHandler)->Args({1, 8})->Args({1, 64});
 
 void BM_RmsNormBwdHandler(benchmark::State& state) {
   const int64_t rows = state.range(0), n = state.range(1);
-  const int64_t ws = ja::ops::rmsnorm_bwd_workspace_bytes(rows, n) / 4;
+  const int64_t ws = ja::ops::rmsnorm_bwd_workspace_bytes(rows, n);  // bytes, a multiple of 4
   Frame f;
   f.storage.reserve(6);
   f.frame.arg(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
@@ -292,7 +314,7 @@ void BM_RmsNormBwdHandler(benchmark::State& state) {
       .arg(XLA_FFI_DataType_F32, {n}, f.buffer(n))
       .ret(XLA_FFI_DataType_F32, {rows, n}, f.buffer(rows * n))
       .ret(XLA_FFI_DataType_F32, {n}, f.buffer(n))
-      .ret(XLA_FFI_DataType_F32, {ws}, f.buffer(ws))
+      .ret(XLA_FFI_DataType_U8, {ws}, f.buffer(ws / 4))  // the workspace: u8[workspace_bytes]
       .attr("epsilon", 1e-6f);
   XLA_FFI_CallFrame* frame = f.frame.get();
   measure(state, [&] { return call_ok(bench_rms_norm_bwd_cpu, frame); });

@@ -1,119 +1,216 @@
 # Building and embedding kernel code objects into a consumer target.
 #
-#   jax_aiter_embed_kernels(<target> OPS rmsnorm ... ARCHS gfx942 gfx950 sm_90)
+#   jax_aiter_embed_kernels(<target> OPS rmsnorm gemm ... ARCHS gfx942 gfx950 sm_90 [TWINS])
 #
-# For each op: our portable kernels (kernels_co/<op>.kernel.cpp) are compiled for each arch —
-# clang-22 for gfx942/gfx950 code objects, nvcc for sm_90 cubins — and AITER's own ASM code
-# objects listed for the op in kernels_co/aiter_manifest.cmake are taken from the user's AITER
-# checkout (-DJAX_AITER_AITER_ROOT=...). Every file becomes a generated C++ source that registers
-# its bytes with jax_aiter::runtime::EmbeddedRegistry; those sources are added to <target>.
-# An arch whose compiler is missing is skipped with a message, never silently.
+# For each op (kernels_co/ops.cmake says what each needs):
+#  - our portable kernels (kernels_co/<module>.kernel.cpp) are compiled for each arch (clang-22 for
+#    gfx942/gfx950 code objects, nvcc for sm_90 cubins) and embedded, always;
+#  - AITER's own ASM code objects of the op's families are embedded from the user's AITER checkout
+#    (-DJAX_AITER_AITER_ROOT=..., files hsa/<arch>/<path>, the paths read from the family's one
+#    list under include/jax_aiter/kernels/shared/); without a checkout the library can still read
+#    them at run time from one (jax_aiter::runtime::CodeObjects::set_aiter_root);
+#  - the ABI twins of those families (our kernels that read AITER's argument structs, compiled
+#    from kernels_co/<family>.twin.cpp) are embedded under AITER's names for sm_90 always (CUDA has
+#    no AITER code to run) and for gfx archs when TWINS is given (stand-ins where AITER's code
+#    objects are absent).
+# Every code object goes into one generated source per target, as .incbin directives (fast to build
+# however many there are) plus one table that registers them at start-up
+# (runtime/code_objects.hpp). A STATIC library target does not keep that source itself: it becomes
+# an INTERFACE source, compiled into whatever links the library, so that the linker cannot drop
+# the registration as unreferenced. An arch whose compiler is missing is skipped with a message,
+# never silently.
 
 set(_JAX_AITER_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 if(NOT DEFINED JAX_AITER_KERNELS_DIR)
   set(JAX_AITER_KERNELS_DIR "${CMAKE_CURRENT_LIST_DIR}/../kernels_co")
 endif()
 get_filename_component(JAX_AITER_KERNELS_DIR "${JAX_AITER_KERNELS_DIR}" ABSOLUTE)
+if(NOT DEFINED JAX_AITER_INCLUDE_DIR)
+  set(JAX_AITER_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include")
+endif()
+get_filename_component(JAX_AITER_INCLUDE_DIR "${JAX_AITER_INCLUDE_DIR}" ABSOLUTE)
 
 find_program(JAX_AITER_CLANG NAMES clang++-22 DOC "clang++ able to target gfx942/gfx950")
 find_program(JAX_AITER_NVCC NAMES nvcc HINTS /usr/local/cuda/bin DOC "nvcc for sm_90 cubins")
 # nvcc's options for our sm_90 kernels (also used by the tests that read their PTX).
 set(JAX_AITER_NVCC_OPTIONS -arch=sm_90 -O3 -std=c++17 -x cu)
 set(JAX_AITER_AITER_ROOT "" CACHE PATH "AITER checkout whose hsa/<arch>/ code objects to embed")
+option(JAX_AITER_DEVICE_CODE "Compile kernel code objects (OFF: host code only, embedding nothing)"
+       ON)
 
-include("${JAX_AITER_KERNELS_DIR}/aiter_manifest.cmake")
+include("${JAX_AITER_KERNELS_DIR}/ops.cmake")
 
-# Compiles one portable kernel source for one arch; sets <out_var> to the produced file, or to
-# the empty string when that arch's compiler is not available.
-function(jax_aiter_compile_portable out_var op arch)
-  set(src "${JAX_AITER_KERNELS_DIR}/${op}.kernel.cpp")
+# The headers every kernel source sees, for rebuild dependencies.
+file(GLOB _JAX_AITER_KERNEL_HEADERS "${JAX_AITER_KERNELS_DIR}/include/*.hpp"
+     "${JAX_AITER_INCLUDE_DIR}/jax_aiter/kernels/shared/*.h")
+
+# Compiles kernels_co/<source> for one arch into <out_var> (the file), or "" when that arch's
+# compiler is missing. One rule per output and directory, however many targets embed it.
+function(jax_aiter_compile_kernels out_var source arch)
+  if(NOT JAX_AITER_DEVICE_CODE)
+    set(${out_var} "" PARENT_SCOPE)
+    return()
+  endif()
+  set(src "${JAX_AITER_KERNELS_DIR}/${source}")
+  get_filename_component(stem "${source}" NAME_WE)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/jax_aiter_kernels")
   file(MAKE_DIRECTORY "${dir}")
-  set(deps "${src}" "${JAX_AITER_KERNELS_DIR}/include/jax_aiter_device.hpp")
-  # One rule per output and directory, however many targets embed it.
+  set(deps "${src}" ${_JAX_AITER_KERNEL_HEADERS})
+  set(includes -I "${JAX_AITER_KERNELS_DIR}/include" -I "${JAX_AITER_INCLUDE_DIR}")
   get_directory_property(done JAX_AITER_COMPILED_KERNELS)
   if(arch MATCHES "^gfx")
     if(NOT JAX_AITER_CLANG)
-      message(STATUS "jax_aiter: clang++-22 not found: no ${arch} code object for ${op}")
+      message(STATUS "jax_aiter: clang++-22 not found: no ${arch} code object from ${source}")
       set(${out_var} "" PARENT_SCOPE)
       return()
     endif()
-    set(out "${dir}/${op}.${arch}.co")
-    if(out IN_LIST done)
-      set(${out_var} "${out}" PARENT_SCOPE)
-      return()
+    set(out "${dir}/${stem}.${arch}.co")
+    if(NOT out IN_LIST done)
+      set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
+      add_custom_command(
+        OUTPUT "${out}"
+        COMMAND "${JAX_AITER_CLANG}" -x hip --offload-arch=${arch} --offload-device-only
+                --no-gpu-bundle-output -nogpuinc -nogpulib -mcode-object-version=5
+                -fuse-cuid=none -fhip-kernel-arg-name -O3 -std=c++20 -Wall -Wextra ${includes}
+                -o "${out}" "${src}"
+        DEPENDS ${deps}
+        COMMENT "jax_aiter: ${source} for ${arch} (clang-22)"
+        VERBATIM)
     endif()
-    set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
-    add_custom_command(
-      OUTPUT "${out}"
-      COMMAND "${JAX_AITER_CLANG}" -x hip --offload-arch=${arch} --offload-device-only
-              --no-gpu-bundle-output -nogpuinc -nogpulib -mcode-object-version=5 -fuse-cuid=none
-              -fhip-kernel-arg-name -O3 -std=c++20 -Wall -Wextra
-              -I "${JAX_AITER_KERNELS_DIR}/include" -o "${out}" "${src}"
-      DEPENDS ${deps}
-      COMMENT "jax_aiter: ${op} for ${arch} (clang-22)"
-      VERBATIM)
   elseif(arch STREQUAL "sm_90")
     if(NOT JAX_AITER_NVCC)
-      message(STATUS "jax_aiter: nvcc not found: no sm_90 cubin for ${op}")
+      message(STATUS "jax_aiter: nvcc not found: no sm_90 cubin from ${source}")
       set(${out_var} "" PARENT_SCOPE)
       return()
     endif()
-    set(out "${dir}/${op}.${arch}.cubin")
-    if(out IN_LIST done)
-      set(${out_var} "${out}" PARENT_SCOPE)
-      return()
+    set(out "${dir}/${stem}.${arch}.cubin")
+    if(NOT out IN_LIST done)
+      set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
+      add_custom_command(
+        OUTPUT "${out}"
+        COMMAND "${JAX_AITER_NVCC}" -cubin ${JAX_AITER_NVCC_OPTIONS} ${includes} -o "${out}"
+                "${src}"
+        DEPENDS ${deps}
+        COMMENT "jax_aiter: ${source} for sm_90 (nvcc)"
+        VERBATIM)
     endif()
-    set_property(DIRECTORY APPEND PROPERTY JAX_AITER_COMPILED_KERNELS "${out}")
-    add_custom_command(
-      OUTPUT "${out}"
-      COMMAND "${JAX_AITER_NVCC}" -cubin ${JAX_AITER_NVCC_OPTIONS}
-              -I "${JAX_AITER_KERNELS_DIR}/include" -o "${out}" "${src}"
-      DEPENDS ${deps}
-      COMMENT "jax_aiter: ${op} for sm_90 (nvcc)"
-      VERBATIM)
   else()
     message(FATAL_ERROR "jax_aiter: unknown arch '${arch}' (gfx942, gfx950, sm_90)")
   endif()
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
-# Embeds one file into <target> under (name, arch).
-function(jax_aiter_embed_file target name arch file)
-  string(MAKE_C_IDENTIFIER "${name}_${arch}" ident)
-  set(cpp "${CMAKE_CURRENT_BINARY_DIR}/jax_aiter_embedded/${target}/${ident}.cpp")
-  add_custom_command(
-    OUTPUT "${cpp}"
-    COMMAND "${CMAKE_COMMAND}" -DINPUT=${file} -DOUTPUT=${cpp} -DNAME=${name} -DARCH=${arch}
-            -P "${_JAX_AITER_CMAKE_DIR}/embed_file.cmake"
-    DEPENDS "${file}" "${_JAX_AITER_CMAKE_DIR}/embed_file.cmake"
-    COMMENT "jax_aiter: embedding ${name} (${arch}) into ${target}"
-    VERBATIM)
-  target_sources(${target} PRIVATE "${cpp}")
+# The code-object paths of an AITER family on one arch, read from the family's list:
+# X(symbol, "path", tile_m, tile_n, prefetch, split_k, bias, on_gfx942, on_gfx950). For a non-AMD
+# arch (whose ABI twins stand in for every row): the rows of any AMD arch.
+function(jax_aiter_family_code_objects out_var family arch)
+  file(READ "${JAX_AITER_INCLUDE_DIR}/${JAX_AITER_FAMILY_${family}_LIST}" text)
+  string(REGEX REPLACE "\\\\\n" " " text "${text}")
+  string(REGEX MATCHALL "X\\([^)]*\\)" rows "${text}")
+  set(paths "")
+  foreach(row IN LISTS rows)
+    string(REGEX REPLACE "[ \t\n]" "" row "${row}")
+    if(NOT row MATCHES "^X\\(([A-Za-z0-9_]+),\"([^\"]+)\",([0-9]+),([0-9]+),([0-9]+),([0-9]+),([0-9]+),([01]),([01])\\)$")
+      continue()  # the macro's own documentation line
+    endif()
+    set(path "${CMAKE_MATCH_2}")
+    if((arch STREQUAL "gfx942" AND CMAKE_MATCH_8) OR (arch STREQUAL "gfx950" AND CMAKE_MATCH_9)
+       OR NOT arch MATCHES "^gfx")
+      list(APPEND paths "${path}")
+    endif()
+  endforeach()
+  set(${out_var} "${paths}" PARENT_SCOPE)
 endfunction()
 
 function(jax_aiter_embed_kernels target)
-  cmake_parse_arguments(ARG "" "" "OPS;ARCHS" ${ARGN})
+  cmake_parse_arguments(ARG "TWINS" "" "OPS;ARCHS" ${ARGN})
+  string(MAKE_C_IDENTIFIER "${target}" ident)
+  set(cpp "${CMAKE_CURRENT_BINARY_DIR}/jax_aiter_embedded/${ident}.cpp")
+  set(asm "")
+  set(decls "")
+  set(table "")
+  set(files "")
+  set(symbols "")
+  set(count 0)
+  # Appends one code object (name, arch, kind) to the generated source: a hidden symbol at each
+  # end of the file's bytes. A file registered under several names (a twin module standing in for
+  # many AITER code objects) is included once.
+  macro(_jax_aiter_add name arch kind file)
+    list(FIND files "${file}" _seen)
+    if(_seen EQUAL -1)
+      set(sym "jax_aiter_blob_${ident}_${count}")
+      string(APPEND asm "  \".balign 16\\n.globl ${sym}\\n.hidden ${sym}\\n${sym}:\\n\"\n"
+                        "  \".incbin \\\"${file}\\\"\\n\"\n"
+                        "  \".globl ${sym}_end\\n.hidden ${sym}_end\\n${sym}_end:\\n\"\n")
+      string(APPEND decls "__attribute__((visibility(\"hidden\"))) extern const unsigned char "
+                          "${sym}[], ${sym}_end[];\n")
+      list(APPEND files "${file}")
+      list(APPEND symbols "${sym}")
+      math(EXPR count "${count} + 1")
+    else()
+      list(GET symbols ${_seen} sym)
+    endif()
+    string(APPEND table "    {\"${name}\", \"${arch}\", ::jax_aiter::runtime::CodeObjectKind::${kind}, "
+                        "${sym}, ${sym}_end},\n")
+  endmacro()
   foreach(op IN LISTS ARG_OPS)
+    if(NOT DEFINED JAX_AITER_OP_${op}_MODULES)
+      message(FATAL_ERROR "jax_aiter: unknown op '${op}' (kernels_co/ops.cmake)")
+    endif()
     foreach(arch IN LISTS ARG_ARCHS)
-      if(EXISTS "${JAX_AITER_KERNELS_DIR}/${op}.kernel.cpp")
-        jax_aiter_compile_portable(co "${op}" "${arch}")
+      foreach(module IN LISTS JAX_AITER_OP_${op}_MODULES)
+        jax_aiter_compile_kernels(co "${module}.kernel.cpp" "${arch}")
         if(co)
-          jax_aiter_embed_file(${target} "${op}" "${arch}" "${co}")
+          _jax_aiter_add("${module}" "${arch}" kOurs "${co}")
         endif()
-      endif()
-      # AITER's hand-written code objects for this op and arch, from the user's checkout.
-      set(asm_list "JAX_AITER_ASM_${op}_${arch}")
-      if(DEFINED ${asm_list} AND JAX_AITER_AITER_ROOT)
-        foreach(rel IN LISTS ${asm_list})
-          set(file "${JAX_AITER_AITER_ROOT}/hsa/${arch}/${rel}")
-          if(NOT EXISTS "${file}")
-            message(FATAL_ERROR "jax_aiter: ${file} not found in JAX_AITER_AITER_ROOT")
+      endforeach()
+      foreach(family IN LISTS JAX_AITER_OP_${op}_AITER)
+        jax_aiter_family_code_objects(paths "${family}" "${arch}")
+        if(JAX_AITER_AITER_ROOT AND arch MATCHES "^gfx")
+          foreach(path IN LISTS paths)
+            set(file "${JAX_AITER_AITER_ROOT}/hsa/${arch}/${path}")
+            if(NOT EXISTS "${file}")
+              message(FATAL_ERROR "jax_aiter: ${file} not found in JAX_AITER_AITER_ROOT")
+            endif()
+            _jax_aiter_add("${path}" "${arch}" kAiter "${file}")
+          endforeach()
+        endif()
+        if(arch STREQUAL "sm_90" OR ARG_TWINS)
+          jax_aiter_compile_kernels(twin "${family}.twin.cpp" "${arch}")
+          if(twin)
+            foreach(path IN LISTS paths)
+              _jax_aiter_add("${path}" "${arch}" kTwin "${twin}")
+            endforeach()
           endif()
-          get_filename_component(stem "${rel}" NAME_WE)
-          jax_aiter_embed_file(${target} "${stem}" "${arch}" "${file}")
-        endforeach()
-      endif()
+        endif()
+      endforeach()
     endforeach()
   endforeach()
+  if(count EQUAL 0)
+    message(STATUS "jax_aiter: nothing to embed into ${target}")
+    return()
+  endif()
+  file(GENERATE OUTPUT "${cpp}" CONTENT
+"// Generated by jax_aiter_embed_kernels(${target}); do not edit.
+#include <jax_aiter/runtime/code_objects.hpp>
+__asm__(\"  .section .rodata.jax_aiter,\\\"a\\\",@progbits\\n\"
+${asm}  \"  .previous\\n\");
+extern \"C\" {
+${decls}}
+namespace {
+const ::jax_aiter::runtime::EmbeddedCodeObject kCodeObjects[] = {
+${table}};
+const ::jax_aiter::runtime::CodeObjectRegistrar kRegistrar{kCodeObjects};
+}  // namespace
+")
+  # The blobs are built before the source that includes them is compiled.
+  add_custom_target(${ident}_jax_aiter_code_objects DEPENDS ${files})
+  add_dependencies(${target} ${ident}_jax_aiter_code_objects)
+  set_source_files_properties("${cpp}" PROPERTIES OBJECT_DEPENDS "${files}" GENERATED TRUE)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "STATIC_LIBRARY")
+    target_sources(${target} INTERFACE "${cpp}")
+  else()
+    target_sources(${target} PRIVATE "${cpp}")
+  endif()
 endfunction()

@@ -10,13 +10,14 @@
 //
 // Helpers take packs by value: a pack bound to a const reference straight from global memory was
 // read by nvcc one element at a time (tests/cpp/test_kernel_loads.cpp checks the PTX).
+#include "jax_aiter/kernels/shared/rmsnorm.h"
 #include "jax_aiter_device.hpp"
 
 namespace ja {
 
-inline constexpr int kChunksFwd = 2;  // vectors per thread kept in registers (forward)
-inline constexpr int kChunksBwd = 2;  // and backward (its dgamma terms)
-inline constexpr int kMaxSplit = 8;   // blocks of a cluster sharing a backward row, at most
+// The facts the host plans with (vectors a thread keeps per row, block caps, the split and the
+// workspace layout) come from the header both include.
+using namespace jax_aiter::kernels::rmsnorm;
 // The fused forward stages its register-cached rows (x and the residual) in shared memory where
 // the target has a bulk-copy engine and the rows are whole 16-byte vectors (the copy's unit), and
 // only when the launch gives it the shared memory (the plan's rule: rmsnorm_fwd_shared_bytes in
@@ -25,9 +26,6 @@ inline constexpr int kMaxSplit = 8;   // blocks of a cluster sharing a backward 
 // and 0.2 us slower a call at [8, 1024].
 template <typename P, bool kFused>
 inline constexpr bool kStageFwd = (kStageInShared && kFused && sizeof(P) == 16);
-// The backward workspace: a header (the slot count the backward used, for the reduction), then
-// [slots, n] float32 partials. 256 bytes keep the partials as aligned as the workspace itself.
-inline constexpr int kWorkspaceHeaderBytes = 256;
 
 // Sums K values across the threads_per_row threads of one row; every thread of the block calls it.
 // With several warps a row (one row per block then), each warp's sum goes through smem (one
@@ -208,7 +206,6 @@ JA_DEVICE void rmsnorm_fwd(const void* x, const void* residual, const void* gamm
 // overlaps another's loads: on H100 the backward at [4096, 16384] bf16 went from 290 to 248 us and
 // at [8192, 8192] f32 from 421 to 344 us. The plan caps its slots so that their partial rows stay
 // in L2 (kRmsNormStreamedPartialBytes), which the slot's per-row read-modify-write relies on.
-enum class BwdRows { kInRegisters, kSplit, kStreamed };
 
 template <typename E, int VEC, BwdRows kRows>
 JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, const void* dresidual,
@@ -374,7 +371,8 @@ JA_DEVICE void rmsnorm_bwd(const void* dy, const void* x, const void* gamma, con
 // speed; the 128 lane sums are then added pairwise in a fixed tree.
 template <typename E>
 JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
-  constexpr int kQuads = 8, kLanes = 128, kCols = 4 * kQuads;
+  constexpr int kQuads = 8, kLanes = kDgammaBlock / kQuads, kCols = 4 * kQuads;
+  static_assert(kCols == kDgammaColumns);
   JA_SHARED float sums[kLanes][kCols + 1];  // +1: lanes of one column fall in different banks
   const int slots = static_cast<const int*>(workspace)[0];  // written by rmsnorm_bwd
   const float* partial =
@@ -417,7 +415,7 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
 }  // namespace ja
 
 #define JA_RMSNORM_FWD_KERNEL(name, E, VEC, fused)                                               \
-  JA_KERNEL_BOUNDED(1024)                                                                        \
+  JA_KERNEL_BOUNDED(ja::kMaxThreadsFwd)                                                          \
   void name(const void* x, const void* residual, const void* gamma, void* y, void* residual_out, \
             int rows, int n, float epsilon, int rows_per_block, int threads_per_row) {           \
     ja::wait_for_prior_grids();                                                                  \
@@ -439,14 +437,14 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
                                                         threads_per_row, max_slots);            \
   }
 #define JA_RMSNORM_BWD(tag, E, VEC)                                                 \
-  JA_KERNEL_BOUNDED(512)                                                            \
+  JA_KERNEL_BOUNDED(ja::kMaxThreadsBwd)                                             \
   JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_##tag##_v##VEC, E, VEC, kInRegisters) \
-  JA_KERNEL_BOUNDED(512)                                                            \
+  JA_KERNEL_BOUNDED(ja::kMaxThreadsBwd)                                             \
   JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_split_##tag##_v##VEC, E, VEC, kSplit) \
-  JA_KERNEL_BOUNDED_RESIDENT(512, 2)                                                \
+  JA_KERNEL_BOUNDED_RESIDENT(ja::kMaxThreadsBwd, ja::kStreamedResidentBlocks)       \
   JA_RMSNORM_BWD_KERNEL(jax_aiter_rmsnorm_bwd_streamed_##tag##_v##VEC, E, VEC, kStreamed)
 #define JA_RMSNORM_DGAMMA(tag, E)                                                   \
-  JA_KERNEL_BOUNDED(1024)                                                           \
+  JA_KERNEL_BOUNDED(ja::kDgammaBlock)                                               \
   void jax_aiter_rmsnorm_dgamma_##tag(const void* workspace, void* dgamma, int n) { \
     ja::wait_for_prior_grids();                                                     \
     ja::allow_dependent_grids();                                                    \
@@ -454,20 +452,6 @@ JA_DEVICE void rmsnorm_dgamma(const void* workspace, void* dgamma, int n) {
   }
 #define JA_RMSNORM_ALL(tag, E, VEC) JA_RMSNORM_FWD(tag, E, VEC) JA_RMSNORM_BWD(tag, E, VEC)
 
-// Block-size caps (kept in step with RmsNormKernelFacts in include/jax_aiter/kernels/rmsnorm.hpp):
-// they bound the registers the compiler may use so that a full block always fits on a
-// multiprocessor. The instantiations below must match RmsNormModule::kKernels there.
-JA_RMSNORM_ALL(bf16, BF16, 1)
-JA_RMSNORM_ALL(bf16, BF16, 2)
-JA_RMSNORM_ALL(bf16, BF16, 4)
-JA_RMSNORM_ALL(bf16, BF16, 8)
-JA_RMSNORM_ALL(f16, F16, 1)
-JA_RMSNORM_ALL(f16, F16, 2)
-JA_RMSNORM_ALL(f16, F16, 4)
-JA_RMSNORM_ALL(f16, F16, 8)
-JA_RMSNORM_ALL(f32, F32, 1)
-JA_RMSNORM_ALL(f32, F32, 2)
-JA_RMSNORM_ALL(f32, F32, 4)
-JA_RMSNORM_DGAMMA(bf16, BF16)
-JA_RMSNORM_DGAMMA(f16, F16)
-JA_RMSNORM_DGAMMA(f32, F32)
+// The kernels of the list the host's table is generated from (kernels/shared/rmsnorm.h).
+JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_ALL)
+JAX_AITER_RMSNORM_DTYPES(JA_RMSNORM_DGAMMA)

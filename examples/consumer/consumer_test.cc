@@ -1,18 +1,21 @@
-// What a plugin author writes: one handler instantiated here, plus checks that it runs (on the
-// host backend) and that the gfx950 code object embedded by jax_aiter_embed_kernels() is found,
-// parses, and agrees with our argument structs, as the HIP backend requires before a launch.
+// What a plugin author writes: a handler instantiated in the plugin's static op library
+// (my_ops.cc), plus checks that it runs (on the host backend) and that the gfx950 code object
+// jax_aiter_embed_kernels() embedded into that static library reached this program, parses, and
+// agrees with our argument structs, as the HIP backend requires before a launch.
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
 #include <jax_aiter/ffi/rmsnorm.hpp>
-#include <jax_aiter/kernels/rmsnorm_host.hpp>
+#include <jax_aiter/host_twins/rmsnorm.hpp>
+#include <jax_aiter/kernels/rmsnorm.hpp>
 #include <jax_aiter/runtime/code_object.hpp>
-#include <jax_aiter/runtime/embedded.hpp>
+#include <jax_aiter/runtime/code_objects.hpp>
 #include <jax_aiter/runtime/host.hpp>
 #include <jax_aiter/runtime/kernarg_check.hpp>
 
-JAX_AITER_DEFINE_HANDLER(MyRmsNorm, jax_aiter::ops::RmsNorm, jax_aiter::runtime::Host);
+// The handler my_ops.cc defines (a plugin hands these to XLA).
+extern "C" XLA_FFI_Error* MyRmsNorm(XLA_FFI_CallFrame* frame);
 
 namespace ja = jax_aiter;
 
@@ -23,6 +26,13 @@ static void expect(bool ok, const char* what) {
 }
 
 int main() {
+  // 0. The static library's handler is linked and registered under its target name.
+  bool registered = false;
+  for (const auto& e : ja::ffi::HandlerRegistry::entries()) {
+    registered = registered || (e.name == "aiter.rms_norm" && e.bundle.execute == &MyRmsNorm);
+  }
+  expect(registered, "my_ops's handler registered");
+
   // 1. The handler's run path on the host backend, against a double-precision reference.
   const int rows = 3, n = 5;
   std::vector<float> x(rows * n), g(n), y(rows * n, NAN);
@@ -58,23 +68,23 @@ int main() {
   expect(worst < 1e-5, "values match the float64 reference");
 
   // 2. The embedded gfx950 code object: found, parsed, every kernel's arguments match our structs.
-  const auto* blob = ja::runtime::EmbeddedRegistry::find("rmsnorm", "gfx950");
-  expect(blob != nullptr, "rmsnorm gfx950 code object embedded");
-  if (blob) {
-    auto info = ja::runtime::read_code_object(blob->bytes);
+  const auto co = ja::runtime::CodeObjects::find("rmsnorm", "gfx950");
+  expect(co.ok() && co->kind == ja::runtime::CodeObjectKind::kOurs,
+         "rmsnorm gfx950 code object embedded");
+  if (co.ok()) {
+    auto info = ja::runtime::read_code_object(co->bytes);
     expect(info.ok(), "code object parses");
     if (info.ok()) {
       int checked = 0;
-      for (const auto& k : ja::kernels::RmsNormModule::kKernels) {
-        const auto* md = info->find(k.symbol);
-        if (md && ja::runtime::check_kernel_arguments(*md, k).ok()) ++checked;
+      for (const ja::kernels::KernelInfo* k : ja::kernels::kRmsNormKernels) {
+        const auto* md = info->find(k->symbol);
+        if (md && ja::runtime::check_kernel_arguments(*md, *k).ok()) ++checked;
       }
-      std::printf("%d of %zu kernels match\n", checked,
-                  ja::kernels::RmsNormModule::kKernels.size());
-      expect(checked == static_cast<int>(ja::kernels::RmsNormModule::kKernels.size()),
+      std::printf("%d of %zu kernels match\n", checked, ja::kernels::kRmsNormKernels.size());
+      expect(checked == static_cast<int>(ja::kernels::kRmsNormKernels.size()),
              "kernel arguments match the metadata");
     }
   }
-  std::printf("%d passed, %d failed\n", failures == 0 ? 4 : 4 - failures, failures);
+  std::printf("%d passed, %d failed\n", 5 - failures, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -324,3 +324,87 @@ struct alignas(sizeof(T) * N) Pack {
 };
 
 }  // namespace ja
+
+// ---------------------------------------------------------------------------------------------
+// Added for the GEMM kernels (kernels_co/gemm.kernel.cpp, kernels_co/aiter_bf16gemm.twin.cpp):
+// 2-D/3-D grids, asynchronous global-to-shared copies, and the device-scope atomics and fences of
+// the split-K semaphore. Nothing above depends on this section.
+// ---------------------------------------------------------------------------------------------
+#if defined(__CUDACC__)
+
+namespace ja {
+JA_DEVICE int block_id_y() { return static_cast<int>(blockIdx.y); }
+JA_DEVICE int block_id_z() { return static_cast<int>(blockIdx.z); }
+
+// cp.async (sm_80+): 16 bytes from global to shared without passing through registers, cached in
+// L2 only (.cg: tiles are read once per block). `valid` false copies nothing and zero-fills the 16
+// bytes (src-size 0), which is how tile edges get their zeros.
+inline constexpr bool kHasAsyncCopy = true;
+JA_DEVICE void cp_async_16(uint32_t smem_addr, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+JA_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+JA_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Device-scope atomics and fences (the split-K semaphore).
+JA_DEVICE uint32_t atomic_add_device(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
+JA_DEVICE uint32_t load_acquire_device(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+JA_DEVICE void store_device(uint32_t* p, uint32_t v) { atomicExch(p, v); }
+JA_DEVICE void fence_release_device() { __threadfence(); }
+JA_DEVICE void fence_acquire_device() { __threadfence(); }
+// A load that another block may have just written (after an acquire): served by L2, never by a
+// possibly stale L1 line.
+template <typename T>
+JA_DEVICE T load_coherent(const T* p) {
+  return __ldcg(p);
+}
+}  // namespace ja
+
+#elif defined(__HIP__)
+
+typedef unsigned long long uint64_t;
+
+namespace ja {
+JA_DEVICE int block_id_y() { return static_cast<int>(__builtin_amdgcn_workgroup_id_y()); }
+JA_DEVICE int block_id_z() { return static_cast<int>(__builtin_amdgcn_workgroup_id_z()); }
+
+// gfx942 has no 16-byte global-to-LDS copy: the GEMM tiles go through registers there. Declared
+// only, for `if constexpr (kHasAsyncCopy)` branches AMD never compiles.
+inline constexpr bool kHasAsyncCopy = false;
+JA_DEVICE uint32_t shared_address(const void* p);
+JA_DEVICE void cp_async_16(uint32_t smem_addr, const void* src, bool valid);
+JA_DEVICE void cp_async_commit();
+template <int kPending>
+JA_DEVICE void cp_async_wait();
+
+// Agent (device) scope: the HSA memory model's scope for all work-groups of one GPU.
+JA_DEVICE uint32_t atomic_add_device(uint32_t* p, uint32_t v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+JA_DEVICE uint32_t load_acquire_device(const uint32_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+JA_DEVICE void store_device(uint32_t* p, uint32_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+JA_DEVICE void fence_release_device() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent"); }
+// At agent scope the acquire invalidates the compute unit's vector L1, so plain loads after it
+// see what other compute units released.
+JA_DEVICE void fence_acquire_device() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent"); }
+template <typename T>
+JA_DEVICE T load_coherent(const T* p) {
+  return *p;
+}
+}  // namespace ja
+
+#endif

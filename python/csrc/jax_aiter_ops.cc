@@ -1,14 +1,14 @@
 // The handler library of the Python package, one build per backend (JAX_AITER_BACKEND_CPU, _CUDA
-// or _ROCM): every op's FFI handlers for that platform, the workspace-size functions Python
-// needs at trace time, and the static-registration entry for plugins.
-#include <cstdint>
-
+// or _ROCM): every op's FFI handlers for that platform, the C entry points through which Python
+// learns them and runs the tools (ffi/exports.hpp), and the static-registration entry for plugins.
+#include "jax_aiter/ffi/exports.hpp"
+#include "jax_aiter/ffi/gemm.hpp"
 #include "jax_aiter/ffi/registry.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
-#include "jax_aiter/ops/rmsnorm.hpp"
 
 #if defined(JAX_AITER_BACKEND_CPU)
-#include "jax_aiter/kernels/rmsnorm_host.hpp"
+#include "jax_aiter/host_twins/gemm.hpp"
+#include "jax_aiter/host_twins/rmsnorm.hpp"
 #include "jax_aiter/runtime/host.hpp"
 using Backend = jax_aiter::runtime::Host;
 #elif defined(JAX_AITER_BACKEND_CUDA)
@@ -27,9 +27,6 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm, ops::RmsNorm, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add, ops::RmsNormWithAdd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_bwd, ops::RmsNormBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add_bwd, ops::RmsNormWithAddBwd, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm, ops::Gemm, Backend);
 JAX_AITER_DEFINE_REGISTER_ALL(jax_aiter_register_all)
-
-extern "C" JAX_AITER_EXPORT int64_t jax_aiter_rms_norm_bwd_workspace_bytes(int64_t rows,
-                                                                           int64_t n) {
-  return ops::rmsnorm_bwd_workspace_bytes(rows, n);
-}
+JAX_AITER_DEFINE_EXPORTS()

@@ -1,18 +1,27 @@
 """jax_aiter: AMD AITER kernels (and portable twins) as XLA FFI custom calls from JAX.
 
 The handler libraries are found beside this package (``_jax_aiter_cpu.so``, and where built
-``_jax_aiter_cuda.so`` / ``_jax_aiter_rocm.so``) and registered with XLA on first use.
+``_jax_aiter_cuda.so`` / ``_jax_aiter_rocm.so``) and registered with XLA on first use; the targets
+and their operands are learned from the libraries themselves.
 """
 
-from jax_aiter._ffi import JaxAiterUnavailableError, register, registered_platforms
+from jax_aiter._call import Dispatch
+from jax_aiter._ffi import (JaxAiterUnavailableError, check_aiter, plan, register,
+                            registered_platforms, set_aiter_root)
+from jax_aiter.gemm import gemm
 from jax_aiter.rmsnorm import rms_norm, rms_norm_with_add
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Dispatch",
     "JaxAiterUnavailableError",
+    "check_aiter",
+    "gemm",
+    "plan",
     "register",
     "registered_platforms",
     "rms_norm",
     "rms_norm_with_add",
+    "set_aiter_root",
 ]

@@ -1,21 +1,29 @@
-"""Loading the handler libraries and registering their FFI targets with XLA.
+"""Loading the handler libraries, registering their FFI targets with XLA, and the C entry points
+the tools use.
 
 The libraries sit beside this file (the build tree's ``python/jax_aiter/`` or the installed
 package), one per backend:
 
   ``_jax_aiter_cpu.so``   platform "cpu"   (the Host backend: C++ twins of the kernels)
-  ``_jax_aiter_cuda.so``  platform "CUDA"  (optional: our portable kernels on sm_90)
+  ``_jax_aiter_cuda.so``  platform "CUDA"  (optional: our portable kernels and ABI twins, sm_90)
   ``_jax_aiter_rocm.so``  platform "ROCM"  (optional: AITER and portable kernels)
 
-Registration happens once, on the first traced call of any op (or an explicit ``register()``),
-under a lock. A GPU library that is missing or fails to load is not an import error: the op
-raises ``JaxAiterUnavailableError`` when it is traced for that platform.
+Each library says which targets it holds (``jax_aiter_handler_count`` / ``_name`` / ``_stage``),
+and each target's operand and attribute lists (``jax_aiter_spec``): nothing here keeps a list of
+its own. Registration happens once, on the first traced call of any op (or an explicit
+``register()``), under a lock. A GPU library that is missing or fails to load is not an import
+error: the op raises ``JaxAiterUnavailableError`` when it is traced for that platform.
+
+``JAX_AITER_AITER_ROOT``, if set, names an AITER checkout whose ``hsa/`` code objects the ROCm
+library reads at run time (the same as ``set_aiter_root``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
+import json
 import os
 import threading
 
@@ -23,11 +31,15 @@ import jax
 
 __all__ = [
     "JaxAiterUnavailableError",
-    "TARGETS",
+    "OpSpec",
+    "check_aiter",
+    "plan",
     "register",
     "registered_platforms",
     "require_platform",
-    "rms_norm_bwd_workspace_bytes",
+    "set_aiter_root",
+    "spec",
+    "workspace_bytes",
 ]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,13 +54,7 @@ _LIBRARIES = {
 # jax.default_backend() / Device.platform spelling -> XLA platform name.
 _JAX_TO_XLA_PLATFORM = {"cpu": "cpu", "cuda": "CUDA", "gpu": "CUDA", "rocm": "ROCM"}
 
-# Custom-call target -> C symbol of its execute stage (the initialize stage is symbol + "_initialize").
-TARGETS = {
-    "aiter.rms_norm": "jax_aiter_rms_norm",
-    "aiter.rms_norm_with_add": "jax_aiter_rms_norm_with_add",
-    "aiter.rms_norm_bwd": "jax_aiter_rms_norm_bwd",
-    "aiter.rms_norm_with_add_bwd": "jax_aiter_rms_norm_with_add_bwd",
-}
+_INITIALIZE, _EXECUTE = 2, 3  # XLA_FFI_ExecutionStage
 
 
 class JaxAiterUnavailableError(RuntimeError):
@@ -59,6 +65,22 @@ _lock = threading.Lock()
 _done = False
 _libraries: dict[str, ctypes.CDLL] = {}  # XLA platform -> loaded library
 _problems: dict[str, str] = {}  # XLA platform -> why it is unavailable
+
+_EXPORTS = {
+    # name: (restype, argtypes)
+    "jax_aiter_handler_count": (ctypes.c_int, []),
+    "jax_aiter_handler_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "jax_aiter_handler_stage": (ctypes.c_void_p, [ctypes.c_int, ctypes.c_int]),
+    "jax_aiter_spec": (ctypes.c_void_p, [ctypes.c_char_p]),
+    "jax_aiter_workspace_bytes": (ctypes.c_int64, [ctypes.c_char_p, ctypes.c_char_p,
+                                                   ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_plan": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_check_aiter": (ctypes.c_void_p, [ctypes.c_char_p]),
+    "jax_aiter_set_aiter_root": (ctypes.c_int, [ctypes.c_char_p,
+                                                ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_free": (None, [ctypes.c_void_p]),
+}
 
 
 def _load(platform: str) -> ctypes.CDLL:
@@ -73,17 +95,35 @@ def _load(platform: str) -> ctypes.CDLL:
         raise JaxAiterUnavailableError(
             f"jax_aiter: the handler library for platform {platform!r} ({path}) could not be "
             f"loaded: {e}") from e
-    missing = [s for sym in TARGETS.values() for s in (sym, sym + "_initialize")
-               if not hasattr(lib, s)]
-    if not hasattr(lib, "jax_aiter_rms_norm_bwd_workspace_bytes"):
-        missing.append("jax_aiter_rms_norm_bwd_workspace_bytes")
+    missing = [name for name in _EXPORTS if not hasattr(lib, name)]
     if missing:
         raise JaxAiterUnavailableError(
-            f"jax_aiter: {path} does not export {', '.join(missing)} "
-            "(a stale or foreign build?)")
-    lib.jax_aiter_rms_norm_bwd_workspace_bytes.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    lib.jax_aiter_rms_norm_bwd_workspace_bytes.restype = ctypes.c_int64
+            f"jax_aiter: {path} does not export {', '.join(missing)} (a stale or foreign build?)")
+    for name, (restype, argtypes) in _EXPORTS.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
     return lib
+
+
+def _take_string(lib: ctypes.CDLL, address) -> str | None:
+    """A C string the library allocated, copied and freed."""
+    if not address:
+        return None
+    try:
+        return ctypes.string_at(address).decode()
+    finally:
+        lib.jax_aiter_free(address)
+
+
+def _targets(lib: ctypes.CDLL) -> list[tuple[str, int, int]]:
+    """(target, initialize address, execute address) of every handler the library defines."""
+    out = []
+    for i in range(lib.jax_aiter_handler_count()):
+        out.append((lib.jax_aiter_handler_name(i).decode(),
+                    lib.jax_aiter_handler_stage(i, _INITIALIZE),
+                    lib.jax_aiter_handler_stage(i, _EXECUTE)))
+    return out
 
 
 def register() -> None:
@@ -98,19 +138,20 @@ def register() -> None:
     with _lock:
         if _done:
             return
+        root = os.environ.get("JAX_AITER_AITER_ROOT")
         for platform in _LIBRARIES:
             try:
                 lib = _load(platform)
             except JaxAiterUnavailableError as e:
                 _problems[platform] = str(e)
                 continue
-            for target, symbol in TARGETS.items():
+            if root:
+                _set_root(lib, root)
+            for target, initialize, execute in _targets(lib):
                 jax.ffi.register_ffi_target(
                     target,
-                    {
-                        "initialize": jax.ffi.pycapsule(getattr(lib, symbol + "_initialize")),
-                        "execute": jax.ffi.pycapsule(getattr(lib, symbol)),
-                    },
+                    {"initialize": jax.ffi.pycapsule(initialize),
+                     "execute": jax.ffi.pycapsule(execute)},
                     platform=platform,
                     api_version=1,
                     # No traits argument: XLA reads them (command-buffer compatible for the GPU
@@ -150,9 +191,106 @@ def require_platform() -> None:
     _check_platform(jax.default_backend())  # only successes are cached
 
 
-@functools.lru_cache(maxsize=1024)
-def rms_norm_bwd_workspace_bytes(rows: int, n: int) -> int:
-    """Bytes of the float32 workspace ``aiter.rms_norm_bwd`` needs (computed by the C++ op)."""
+def _cpu() -> ctypes.CDLL:
     register()
-    lib = next(iter(_libraries.values()))  # the same constexpr formula in every library
-    return int(lib.jax_aiter_rms_norm_bwd_workspace_bytes(int(rows), int(n)))
+    return _libraries["cpu"]  # every library answers the tools alike (the same C++ rules)
+
+
+# ---- what Python learns from C++ ----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class OpSpec:
+    """A target's operands in call order and its attributes, as the C++ FfiSpec declares them."""
+    target: str
+    inputs: tuple[str, ...]
+    optional: frozenset[str]
+    outputs: tuple[str, ...]
+    workspace: bool
+    attributes: dict[str, str]  # name -> type ("f32", "i64", "bool", "string")
+    tiers: tuple[str, ...]
+
+
+@functools.cache
+def spec(target: str) -> OpSpec:
+    lib = _cpu()
+    text = _take_string(lib, lib.jax_aiter_spec(target.encode()))
+    if text is None:
+        raise ValueError(f"jax_aiter: no target {target!r}")
+    s = json.loads(text)
+    ops = s["operands"]
+    return OpSpec(
+        target=target,
+        inputs=tuple(o["name"] for o in ops if o["kind"] in ("input", "optional_input")),
+        optional=frozenset(o["name"] for o in ops if o["kind"] == "optional_input"),
+        outputs=tuple(o["name"] for o in ops if o["kind"] == "output"),
+        workspace=any(o["kind"] == "workspace" for o in ops),
+        attributes={a["name"]: a["type"] for a in s["attributes"]},
+        tiers=tuple(s["tiers"]),
+    )
+
+
+def describe_call(operands: dict, attributes: dict) -> str:
+    """A call description (ffi/describe.hpp): operands name -> (dtype, shape) or None."""
+    ops = {name: None if v is None else {"dtype": _dtype_name(v[0]), "shape": list(v[1])}
+           for name, v in operands.items()}
+    return json.dumps({"operands": ops, "attributes": attributes})
+
+
+def _dtype_name(dtype) -> str:
+    import numpy as np
+    name = np.dtype(dtype).name
+    return {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "int8": "i8", "int32": "i32",
+            "uint8": "u8", "float8_e4m3fn": "f8_e4m3fn", "float8_e4m3fnuz": "f8_e4m3fnuz",
+            "float8_e5m2": "f8_e5m2", "float4_e2m1fn": "f4_e2m1x2",
+            "float8_e8m0fnu": "f8_e8m0"}.get(name, name)
+
+
+def _error(lib: ctypes.CDLL, err: ctypes.c_void_p, what: str) -> ValueError:
+    return ValueError(_take_string(lib, err.value) or what)
+
+
+@functools.lru_cache(maxsize=4096)
+def _workspace_bytes(target: str, call: str) -> int:
+    lib = _cpu()
+    err = ctypes.c_void_p()
+    n = lib.jax_aiter_workspace_bytes(target.encode(), call.encode(), ctypes.byref(err))
+    if n < 0:
+        raise _error(lib, err, f"{target}: workspace size query failed")
+    return int(n)
+
+
+def workspace_bytes(target: str, operands: dict, attributes: dict) -> int:
+    """Bytes of the workspace output a call needs, computed by the op's C++ rule."""
+    return _workspace_bytes(target, describe_call(operands, attributes))
+
+
+def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
+    """Every tier's verdict and the chosen plan of a call on `arch` (gfx942, gfx950, sm_90, host)
+    with `cus` compute units (0: the arch's usual part), as jax-aiter-plan prints it."""
+    lib = _cpu()
+    err = ctypes.c_void_p()
+    out = lib.jax_aiter_plan(target.encode(), describe_call(operands, attributes).encode(),
+                             arch.encode(), int(cus), ctypes.byref(err))
+    if not out:
+        raise _error(lib, err, f"{target}: plan failed")
+    return json.loads(_take_string(lib, out))
+
+
+def check_aiter(root: str) -> dict:
+    """Checks an AITER checkout's code objects against our argument structs (the report)."""
+    lib = _cpu()
+    return json.loads(_take_string(lib, lib.jax_aiter_check_aiter(os.fspath(root).encode())))
+
+
+def _set_root(lib: ctypes.CDLL, root: str) -> None:
+    err = ctypes.c_void_p()
+    if lib.jax_aiter_set_aiter_root(os.fspath(root).encode(), ctypes.byref(err)) != 0:
+        raise _error(lib, err, "set_aiter_root failed")
+
+
+def set_aiter_root(root: str) -> None:
+    """Names the AITER checkout whose ``hsa/`` code objects the ROCm library reads when they were
+    not embedded at build time. Call it before the first op that needs one."""
+    register()
+    for lib in _libraries.values():
+        _set_root(lib, root)

@@ -11,7 +11,7 @@ needs at trace time (x has a last dim; epsilon is a static number).
 Transformations:
   * grad/vjp: ``jax.custom_vjp`` (epsilon is a nondiff static argument); the backward calls
     ``aiter.rms_norm_bwd`` / ``aiter.rms_norm_with_add_bwd``, whose float32 workspace output (sized
-    at trace time by the C++ ``rms_norm_bwd_workspace_bytes``) is dropped.
+    at trace time by the C++ rule, RmsNormBackward::workspace_bytes) is dropped.
   * vmap of the forward: with gamma unbatched the batch axis simply becomes more rows (one call);
     with gamma batched each batch element needs its own gamma, so it runs sequentially (a scan).
   * vmap of the backward: always sequential. Under vmap every batch element owns its dgamma
@@ -23,7 +23,6 @@ Transformations:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -32,105 +31,63 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 
-from jax_aiter import _ffi
+from jax_aiter import _call
+from jax_aiter._call import Static, like_primal as _like_primal, varying as _varying
 
 __all__ = ["rms_norm", "rms_norm_with_add"]
 
 
 # ---- raw FFI calls (one custom call each; traced, never executed eagerly by themselves) --------
 #
-# Inside shard_map (check_vma), an operand's type records the mesh axes it varies over. XLA's
-# result types must carry them too, else custom_vjp rejects the backward ("manual axis types do not
-# match"). So operands are first cast to vary over the union of their axes (gamma replicated, rows
-# sharded: gamma becomes varying, a no-op at run time), and results are typed from those operands.
-# Outside shard_map the union is empty and plain ShapeDtypeStructs are used.
+# Empty inputs never reach the handlers (which refuse them): the forward of an empty x is empty,
+# and its gradients are zeros of the inputs' shapes, as jnp's own RMSNorm would give.
 
 
-def _varying(a) -> frozenset:
-    aval = jax.typeof(a)
-    mat = getattr(aval, "mat", None)  # jax 0.10: aval.mat.varying; later: aval.vma
-    return frozenset(mat.varying if mat is not None else getattr(aval, "vma", ()))
-
-
-def _operands(*args):
-    vmas = [_varying(a) for a in args]
-    union = frozenset().union(*vmas)
-    if not union:
-        return args, None
-    args = tuple(a if v == union else jax.lax.pcast(a, tuple(union - v), to="varying")
-                 for a, v in zip(args, vmas))
-    return args, union
-
-
-def _like_primal(ct, primal_varying: frozenset):
-    """A cotangent varies over no more axes than its primal: psum the extra ones (the transpose of
-    the cast in _operands; e.g. the per-shard dgamma of a replicated gamma)."""
-    extra = _varying(ct) - primal_varying
-    return jax.lax.psum(ct, tuple(extra)) if extra else ct
-
-
-def _result(like, union, shape=None, dtype=None):
-    shape = like.shape if shape is None else shape
-    dtype = like.dtype if dtype is None else dtype
-    if union is None:
-        return jax.ShapeDtypeStruct(shape, dtype)
-    return jax.typeof(like).update(shape=shape, dtype=dtype)
-
-
-def _eps_attr(epsilon: float) -> np.float32:
-    return np.float32(epsilon)  # the handlers bind epsilon as F32; a Python float would be F64
-
-
-def _workspace_bytes(x) -> int:
-    n = x.shape[-1]
-    rows = math.prod(x.shape[:-1]) if n else 0
-    return _ffi.rms_norm_bwd_workspace_bytes(rows, n)
+def _empty(x) -> bool:
+    return math.prod(x.shape) == 0
 
 
 def _call_fwd(x, gamma, epsilon: float):
-    _ffi.require_platform()
-    (x, gamma), u = _operands(x, gamma)
-    return jax.ffi.ffi_call("aiter.rms_norm", _result(x, u), vmap_method="sequential")(
-        x, gamma, epsilon=_eps_attr(epsilon))
+    if _empty(x):
+        return jnp.zeros(x.shape, x.dtype)
+    return _call.call("aiter.rms_norm", inputs={"x": x, "gamma": gamma},
+                      outputs={"y": (x.shape, x.dtype)}, attributes={"epsilon": epsilon})["y"]
 
 
 def _call_fwd_add(x, residual, gamma, epsilon: float):
-    _ffi.require_platform()
-    (x, residual, gamma), u = _operands(x, residual, gamma)
-    return jax.ffi.ffi_call("aiter.rms_norm_with_add", (_result(x, u), _result(x, u)),
-                            vmap_method="sequential")(x, residual, gamma, epsilon=_eps_attr(epsilon))
+    if _empty(x):
+        return jnp.zeros(x.shape, x.dtype), (x + residual).astype(x.dtype)
+    out = _call.call("aiter.rms_norm_with_add",
+                     inputs={"x": x, "residual": residual, "gamma": gamma},
+                     outputs={"y": (x.shape, x.dtype), "residual_out": (x.shape, x.dtype)},
+                     attributes={"epsilon": epsilon})
+    return out["y"], out["residual_out"]
 
 
 def _call_bwd(dy, x, gamma, epsilon: float):
-    _ffi.require_platform()
-    (dy, x, gamma), u = _operands(dy, x, gamma)
-    ws = _result(x, u, shape=(_workspace_bytes(x),), dtype=np.uint8)
-    dx, dgamma, _ = jax.ffi.ffi_call(
-        "aiter.rms_norm_bwd", (_result(x, u), _result(gamma, u), ws),
-        vmap_method="sequential")(dy, x, gamma, epsilon=_eps_attr(epsilon))
-    return dx, dgamma
+    if _empty(x):
+        return jnp.zeros(x.shape, x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
+    out = _call.call("aiter.rms_norm_bwd", inputs={"dy": dy, "x": x, "gamma": gamma},
+                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
+                     attributes={"epsilon": epsilon})
+    return out["dx"], out["dgamma"]
 
 
 def _call_bwd_add(dy, residual_out, gamma, dresidual, epsilon: float):
-    _ffi.require_platform()
-    (dy, residual_out, gamma, dresidual), u = _operands(dy, residual_out, gamma, dresidual)
-    ws = _result(residual_out, u, shape=(_workspace_bytes(residual_out),), dtype=np.uint8)
-    dx, dgamma, _ = jax.ffi.ffi_call(
-        "aiter.rms_norm_with_add_bwd", (_result(residual_out, u), _result(gamma, u), ws),
-        vmap_method="sequential")(dy, residual_out, gamma, dresidual, epsilon=_eps_attr(epsilon))
-    return dx, dgamma
+    x = residual_out
+    if _empty(x):
+        return dresidual.astype(x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
+    out = _call.call("aiter.rms_norm_with_add_bwd",
+                     inputs={"dy": dy, "residual_out": x, "gamma": gamma,
+                             "dresidual": dresidual},
+                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
+                     attributes={"epsilon": epsilon})
+    return out["dx"], out["dgamma"]
 
 
 # ---- forward with a batching rule ------------------------------------------------------------
 
-@jax.tree_util.register_static
-@dataclasses.dataclass(frozen=True)
-class _Static:
-    """A pytree with no leaves: static data that custom_vmap / custom_vjp residuals carry along."""
-    value: object
-
-
-_Eps = _Static  # epsilon, static through custom_vmap
+_Eps = Static  # epsilon, static through custom_vmap
 
 
 def _broadcast(a, batched: bool, axis_size: int):
@@ -197,7 +154,7 @@ def _rms_norm_with_add(x, residual, gamma, epsilon):
 
 def _rms_norm_with_add_vjp_fwd(x, residual, gamma, epsilon):
     y, residual_out = _fwd_add(x, residual, gamma, _Eps(epsilon))
-    return (y, residual_out), (residual_out, gamma, _Static((_varying(x), _varying(residual))))
+    return (y, residual_out), (residual_out, gamma, Static((_varying(x), _varying(residual))))
 
 
 def _rms_norm_with_add_vjp_bwd(epsilon, res, cotangents):
@@ -258,3 +215,23 @@ def rms_norm_with_add(x, residual, gamma, epsilon: float = 1e-6):
     _check_rank("aiter.rms_norm_with_add", "x", x)
     return _rms_norm_with_add(x, residual, gamma,
                               _static_epsilon("aiter.rms_norm_with_add", epsilon))
+
+
+def describe(shape, dtype="bfloat16", epsilon: float = 1e-6, fused: bool = False,
+             backward: bool = False) -> tuple[str, dict, dict]:
+    """The call jax-aiter-plan describes: target, operands name -> (dtype, shape), attrs."""
+    shape = tuple(shape)
+    gamma = (dtype, (shape[-1],))
+    x = (dtype, shape)
+    if backward:
+        if fused:
+            return ("aiter.rms_norm_with_add_bwd",
+                    {"dy": x, "residual_out": x, "gamma": gamma, "dresidual": x, "dx": x,
+                     "dgamma": gamma}, {"epsilon": epsilon})
+        return ("aiter.rms_norm_bwd", {"dy": x, "x": x, "gamma": gamma, "dx": x, "dgamma": gamma},
+                {"epsilon": epsilon})
+    if fused:
+        return ("aiter.rms_norm_with_add",
+                {"x": x, "residual": x, "gamma": gamma, "y": x, "residual_out": x},
+                {"epsilon": epsilon})
+    return "aiter.rms_norm", {"x": x, "gamma": gamma, "y": x}, {"epsilon": epsilon}

@@ -35,7 +35,7 @@ else()
   endif()
 
   # Our RMSNorm kernels for gfx950, built by the same rule jax_aiter_embed_kernels() uses.
-  jax_aiter_compile_portable(_jax_aiter_rmsnorm_co rmsnorm gfx950)
+  jax_aiter_compile_kernels(_jax_aiter_rmsnorm_co rmsnorm.kernel.cpp gfx950)
   if(_jax_aiter_rmsnorm_co)
     add_custom_target(test_code_object_rmsnorm DEPENDS ${_jax_aiter_rmsnorm_co})
     add_dependencies(test_code_object test_code_object_rmsnorm)
@@ -47,6 +47,12 @@ else()
     JAX_AITER_TEST_LLVM_READELF="${JAX_AITER_LLVM_READELF}")
 
   add_test(NAME test_code_object COMMAND test_code_object)
+
+  # The reader's memory bound, in an executable of its own (it replaces operator new).
+  add_executable(test_code_object_limits ${CMAKE_CURRENT_LIST_DIR}/test_code_object_limits.cpp)
+  target_include_directories(test_code_object_limits SYSTEM PRIVATE ${JAX_AITER_MSGPACK_INCLUDE_DIR})
+  target_link_libraries(test_code_object_limits PRIVATE jax_aiter::jax_aiter GTest::gtest_main)
+  add_test(NAME test_code_object_limits COMMAND test_code_object_limits)
 endif()
 
 # test_kernel_loads: every sm_90 kernel waits for the previous grid before touching memory, and
@@ -57,9 +63,9 @@ if(JAX_AITER_NVCC)
   add_custom_command(
     OUTPUT ${_jax_aiter_rmsnorm_ptx}
     COMMAND ${JAX_AITER_NVCC} -ptx ${JAX_AITER_NVCC_OPTIONS} -I ${JAX_AITER_KERNELS_DIR}/include
-            -o ${_jax_aiter_rmsnorm_ptx} ${JAX_AITER_KERNELS_DIR}/rmsnorm.kernel.cpp
-    DEPENDS ${JAX_AITER_KERNELS_DIR}/rmsnorm.kernel.cpp
-            ${JAX_AITER_KERNELS_DIR}/include/jax_aiter_device.hpp
+            -I ${JAX_AITER_INCLUDE_DIR} -o ${_jax_aiter_rmsnorm_ptx}
+            ${JAX_AITER_KERNELS_DIR}/rmsnorm.kernel.cpp
+    DEPENDS ${JAX_AITER_KERNELS_DIR}/rmsnorm.kernel.cpp ${_JAX_AITER_KERNEL_HEADERS}
     COMMENT "PTX of rmsnorm.kernel.cpp for test_kernel_loads"
     VERBATIM)
   add_custom_target(test_kernel_loads_ptx DEPENDS ${_jax_aiter_rmsnorm_ptx})

@@ -22,8 +22,9 @@
 #include <string_view>
 #include <vector>
 
+#include "code_object_builder.hpp"
 #include "jax_aiter/core/status.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/rmsnorm.hpp"
 #include "jax_aiter/runtime/code_object.hpp"
 #include "jax_aiter/runtime/kernarg_check.hpp"
@@ -40,6 +41,7 @@ namespace {
 using jax_aiter::ErrorCode;
 using jax_aiter::Status;
 using jax_aiter::kernels::ArgField;
+using jax_aiter::kernels::ArgKind;
 using jax_aiter::kernels::KernelInfo;
 using jax_aiter::runtime::check_kernel_arguments;
 using jax_aiter::runtime::CodeObjectInfo;
@@ -47,6 +49,7 @@ using jax_aiter::runtime::KernelArgMetadata;
 using jax_aiter::runtime::KernelMetadata;
 using jax_aiter::runtime::read_code_object;
 using Bytes = std::vector<std::byte>;
+using namespace code_object_builder;
 
 constexpr std::string_view kProbeCo = JAX_AITER_TEST_PROBE_CO;
 constexpr std::string_view kReadelf = JAX_AITER_TEST_LLVM_READELF;
@@ -76,134 +79,6 @@ void expect_refused(const jax_aiter::Expected<CodeObjectInfo>& r, const std::str
   EXPECT_TRUE(code == ErrorCode::kInvalidArgument || code == ErrorCode::kDataLoss)
       << context << ": code " << static_cast<int>(code) << ": " << r.status().message();
   EXPECT_EQ(r.status().message().rfind("jax_aiter: code object: ", 0), 0u) << r.status().message();
-}
-
-void put_u16(Bytes& b, size_t off, uint16_t v) {
-  for (int i = 0; i < 2; ++i) b[off + i] = std::byte(v >> (8 * i));
-}
-void put_u32(Bytes& b, size_t off, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[off + i] = std::byte(v >> (8 * i));
-}
-void put_u64(Bytes& b, size_t off, uint64_t v) {
-  for (int i = 0; i < 8; ++i) b[off + i] = std::byte(v >> (8 * i));
-}
-uint32_t get_u32(const Bytes& b, size_t off) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{std::to_integer<uint8_t>(b[off + i])} << (8 * i);
-  return v;
-}
-
-// One ELF note: header, NUL-terminated owner padded to 4, descriptor padded to 4.
-Bytes make_note(std::string_view owner, uint32_t type, const Bytes& desc) {
-  const size_t namesz = owner.size() + 1;
-  Bytes out(12 + (namesz + 3) / 4 * 4 + (desc.size() + 3) / 4 * 4);
-  put_u32(out, 0, static_cast<uint32_t>(namesz));
-  put_u32(out, 4, static_cast<uint32_t>(desc.size()));
-  put_u32(out, 8, type);
-  std::memcpy(out.data() + 12, owner.data(), owner.size());
-  if (!desc.empty()) std::memcpy(out.data() + 12 + (namesz + 3) / 4 * 4, desc.data(), desc.size());
-  return out;
-}
-
-enum class NoteIn { kSegment, kSection };
-
-// A minimal AMDGPU ELF64 holding `notes` in one PT_NOTE segment (with a PT_LOAD before it) or in
-// one SHT_NOTE section (relocatable-object style, no program headers).
-Bytes make_elf(const Bytes& notes, NoteIn where = NoteIn::kSegment, uint16_t machine = 0xe0) {
-  constexpr size_t kEhdr = 64, kPhdr = 56, kShdr = 64;
-  const bool seg = where == NoteIn::kSegment;
-  const size_t phnum = seg ? 2 : 0, shnum = seg ? 0 : 2;
-  const size_t notes_off = kEhdr + phnum * kPhdr;
-  const size_t shoff = (notes_off + notes.size() + 7) / 8 * 8;
-  Bytes b(shoff + shnum * kShdr);
-  const unsigned char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64 /*ELFOSABI_AMDGPU_HSA*/, 3};
-  std::memcpy(b.data(), ident, sizeof ident);
-  put_u16(b, 16, seg ? 3 : 1);  // ET_DYN / ET_REL
-  put_u16(b, 18, machine);
-  put_u32(b, 20, 1);
-  put_u64(b, 32, seg ? kEhdr : 0);
-  put_u64(b, 40, seg ? 0 : shoff);
-  put_u16(b, 52, kEhdr);
-  put_u16(b, 54, kPhdr);
-  put_u16(b, 56, static_cast<uint16_t>(phnum));
-  put_u16(b, 58, kShdr);
-  put_u16(b, 60, static_cast<uint16_t>(shnum));
-  if (seg) {
-    put_u32(b, kEhdr, 1);  // PT_LOAD over everything, to be skipped
-    put_u64(b, kEhdr + 32, b.size());
-    const size_t ph = kEhdr + kPhdr;
-    put_u32(b, ph, 4);  // PT_NOTE
-    put_u64(b, ph + 8, notes_off);
-    put_u64(b, ph + 32, notes.size());
-    put_u64(b, ph + 48, 4);
-  } else {
-    const size_t sh = shoff + kShdr;  // section 0 stays SHT_NULL
-    put_u32(b, sh + 4, 7);            // SHT_NOTE
-    put_u64(b, sh + 24, notes_off);
-    put_u64(b, sh + 32, notes.size());
-    put_u64(b, sh + 48, 4);
-  }
-  if (!notes.empty()) std::memcpy(b.data() + notes_off, notes.data(), notes.size());
-  return b;
-}
-
-Bytes from_sbuffer(const msgpack::sbuffer& sb) {
-  Bytes out(sb.size());
-  if (sb.size() != 0) std::memcpy(out.data(), sb.data(), sb.size());
-  return out;
-}
-
-void pack_str(msgpack::packer<msgpack::sbuffer>& pk, std::string_view s) {
-  pk.pack_str(static_cast<uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-}
-
-// Packs KernelMetadata the way LLVM lays out the document (only the keys the reader uses).
-Bytes pack_metadata(std::string_view target, const std::vector<KernelMetadata>& kernels) {
-  msgpack::sbuffer sb;
-  msgpack::packer<msgpack::sbuffer> pk(sb);
-  pk.pack_map(2);
-  pack_str(pk, "amdhsa.kernels");
-  pk.pack_array(static_cast<uint32_t>(kernels.size()));
-  for (const auto& k : kernels) {
-    pk.pack_map(8);
-    pack_str(pk, ".args");
-    pk.pack_array(static_cast<uint32_t>(k.args.size()));
-    for (const auto& a : k.args) {
-      pk.pack_map(a.name.empty() ? 3 : 4);
-      if (!a.name.empty()) {
-        pack_str(pk, ".name");
-        pack_str(pk, a.name);
-      }
-      pack_str(pk, ".offset");
-      pk.pack(a.offset);
-      pack_str(pk, ".size");
-      pk.pack(a.size);
-      pack_str(pk, ".value_kind");
-      pack_str(pk, a.value_kind);
-    }
-    pack_str(pk, ".group_segment_fixed_size");
-    pk.pack(k.group_segment_fixed_size);
-    pack_str(pk, ".kernarg_segment_align");
-    pk.pack(k.kernarg_segment_align);
-    pack_str(pk, ".kernarg_segment_size");
-    pk.pack(k.kernarg_segment_size);
-    pack_str(pk, ".name");
-    pack_str(pk, k.name);
-    pack_str(pk, ".private_segment_fixed_size");
-    pk.pack(k.private_segment_fixed_size);
-    pack_str(pk, ".symbol");
-    pack_str(pk, k.symbol);
-    pack_str(pk, ".wavefront_size");
-    pk.pack(k.wavefront_size);
-  }
-  pack_str(pk, "amdhsa.target");
-  pack_str(pk, target);
-  return from_sbuffer(sb);
-}
-
-Bytes metadata_elf(const Bytes& payload, NoteIn where = NoteIn::kSegment) {
-  return make_elf(make_note("AMDGPU", 32, payload), where);
 }
 
 KernelMetadata sample_kernel() {
@@ -431,9 +306,9 @@ TEST_F(ProbeObject, MatchesLlvmReadelf) {
   EXPECT_TRUE(seen.saw_gap) << "no kernel of the probe has an alignment gap between arguments";
 }
 
-// Our RMSNorm module as jax_aiter_embed_kernels() builds it for gfx950: llvm-readelf and our reader
-// agree on every kernel, and every kernel of the module's table passes the kernarg check against
-// the argument struct it is launched with.
+// Our RMSNorm code object as jax_aiter_embed_kernels() builds it for gfx950: llvm-readelf and our
+// reader agree on every kernel, and every kernel of the table (kRmsNormKernels) passes the kernarg
+// check against the argument struct it is launched with.
 TEST(RmsNormGfx950, MatchesLlvmReadelfAndOurStructs) {
   if (kRmsNormCo.empty() || kReadelf.empty()) {
     GTEST_SKIP() << "clang++-22 or llvm-readelf-22 was not found at configure time";
@@ -441,11 +316,13 @@ TEST(RmsNormGfx950, MatchesLlvmReadelfAndOurStructs) {
   const Bytes bytes = read_file(std::string(kRmsNormCo));
   ASSERT_FALSE(bytes.empty()) << "cannot read " << kRmsNormCo;
   const ReadelfAgreement seen = expect_matches_readelf(kRmsNormCo, bytes);
-  EXPECT_EQ(seen.kernels, jax_aiter::kernels::RmsNormModule::kKernels.size());
+  EXPECT_EQ(seen.kernels, jax_aiter::kernels::kRmsNormKernels.size());
   auto got = read_code_object(bytes);
   ASSERT_TRUE(got.ok()) << got.status().message();
-  for (const KernelInfo& k : jax_aiter::kernels::RmsNormModule::kKernels) {
+  for (const KernelInfo* kernel : jax_aiter::kernels::kRmsNormKernels) {
+    const KernelInfo& k = *kernel;
     SCOPED_TRACE(k.symbol);
+    EXPECT_EQ(k.code_object, "rmsnorm");
     const KernelMetadata* md = got->find(k.symbol);
     ASSERT_NE(md, nullptr);
     const Status st = check_kernel_arguments(*md, k);
@@ -479,7 +356,7 @@ struct ProbeHiddenArgs {
 
 template <typename Args, size_t N>
 KernelInfo info_of(std::string_view symbol, const std::array<ArgField, N>& fields) {
-  return {symbol, sizeof(Args), fields};
+  return {"probe", symbol, sizeof(Args), fields};
 }
 
 TEST_F(ProbeObject, OurMirrorStructsPassTheKernargCheck) {
@@ -491,8 +368,12 @@ TEST_F(ProbeObject, OurMirrorStructsPassTheKernargCheck) {
       JAX_AITER_ARG_FIELD(ProbeAxpyArgs, alpha), JAX_AITER_ARG_FIELD(ProbeAxpyArgs, n)};
   static constexpr std::array<ArgField, 5> kMixed = {
       JAX_AITER_ARG_FIELD(ProbeMixedArgs, flag), JAX_AITER_ARG_FIELD(ProbeMixedArgs, count),
-      JAX_AITER_ARG_FIELD(ProbeMixedArgs, out), JAX_AITER_ARG_FIELD(ProbeMixedArgs, tag),
-      JAX_AITER_ARG_FIELD(ProbeMixedArgs, pair)};
+      JAX_AITER_ARG_FIELD(ProbeMixedArgs, out),
+      // A 16-bit scalar and a struct by value: JAX_AITER_ARG_FIELD takes only the kinds our kernels
+      // use (pointers, float, 32/64-bit integers), so these two are written out; the check reads
+      // offsets and sizes only.
+      ArgField{"tag", offsetof(ProbeMixedArgs, tag), sizeof(unsigned short), ArgKind::kU32},
+      ArgField{"pair", offsetof(ProbeMixedArgs, pair), sizeof(ProbePair), ArgKind::kU64}};
   static constexpr std::array<ArgField, 2> kHidden = {JAX_AITER_ARG_FIELD(ProbeHiddenArgs, out),
                                                       JAX_AITER_ARG_FIELD(ProbeHiddenArgs, n)};
   const KernelMetadata* axpy = got->find("probe_axpy");
@@ -894,17 +775,18 @@ KernelMetadata simple_md() {
   return k;
 }
 
-constexpr std::array<ArgField, 3> kSimpleFields = {ArgField{"out", 0, 8}, ArgField{"in", 8, 8},
-                                                   ArgField{"n", 16, 4}};
+constexpr std::array<ArgField, 3> kSimpleFields = {ArgField{"out", 0, 8, ArgKind::kPointer},
+                                                   ArgField{"in", 8, 8, ArgKind::kPointer},
+                                                   ArgField{"n", 16, 4, ArgKind::kI32}};
 
 TEST(KernargCheck, AcceptsExactMatch) {
-  const KernelInfo ours{"simple", 24, kSimpleFields};
+  const KernelInfo ours{"test", "simple", 24, kSimpleFields};
   auto st = check_kernel_arguments(simple_md(), ours);
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
 TEST(KernargCheck, RefusesSmallerStruct) {
-  const KernelInfo ours{"simple", 20, kSimpleFields};
+  const KernelInfo ours{"test", "simple", 20, kSimpleFields};
   auto st = check_kernel_arguments(simple_md(), ours);
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(st.message(),
@@ -913,23 +795,26 @@ TEST(KernargCheck, RefusesSmallerStruct) {
 }
 
 TEST(KernargCheck, RefusesMovedOffset) {
-  constexpr std::array<ArgField, 3> moved = {ArgField{"out", 0, 8}, ArgField{"in", 8, 8},
-                                             ArgField{"n", 20, 4}};
-  auto st = check_kernel_arguments(simple_md(), KernelInfo{"simple", 24, moved});
+  constexpr std::array<ArgField, 3> moved = {ArgField{"out", 0, 8, ArgKind::kPointer},
+                                             ArgField{"in", 8, 8, ArgKind::kPointer},
+                                             ArgField{"n", 20, 4, ArgKind::kI32}};
+  auto st = check_kernel_arguments(simple_md(), KernelInfo{"test", "simple", 24, moved});
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(st.message(),
             "jax_aiter: kernel simple: argument 'n': expected offset 16 size 4 (code object), "
             "got offset 20 size 4 (our struct)");
-  constexpr std::array<ArgField, 3> resized = {ArgField{"out", 0, 8}, ArgField{"in", 8, 4},
-                                               ArgField{"n", 16, 4}};
-  st = check_kernel_arguments(simple_md(), KernelInfo{"simple", 24, resized});
+  constexpr std::array<ArgField, 3> resized = {ArgField{"out", 0, 8, ArgKind::kPointer},
+                                               ArgField{"in", 8, 4, ArgKind::kI32},
+                                               ArgField{"n", 16, 4, ArgKind::kI32}};
+  st = check_kernel_arguments(simple_md(), KernelInfo{"test", "simple", 24, resized});
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("argument 'in'"), std::string::npos) << st.message();
 }
 
 TEST(KernargCheck, RefusesMissingField) {
-  constexpr std::array<ArgField, 2> fields = {ArgField{"out", 0, 8}, ArgField{"n", 16, 4}};
-  auto st = check_kernel_arguments(simple_md(), KernelInfo{"simple", 24, fields});
+  constexpr std::array<ArgField, 2> fields = {ArgField{"out", 0, 8, ArgKind::kPointer},
+                                              ArgField{"n", 16, 4, ArgKind::kI32}};
+  auto st = check_kernel_arguments(simple_md(), KernelInfo{"test", "simple", 24, fields});
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(st.message(),
             "jax_aiter: kernel simple: argument 'in' (offset 8, size 8) is not a field of our "
@@ -937,9 +822,10 @@ TEST(KernargCheck, RefusesMissingField) {
 }
 
 TEST(KernargCheck, AcceptsExtraTrailingField) {
-  constexpr std::array<ArgField, 4> fields = {ArgField{"out", 0, 8}, ArgField{"in", 8, 8},
-                                              ArgField{"n", 16, 4}, ArgField{"extra", 24, 8}};
-  auto st = check_kernel_arguments(simple_md(), KernelInfo{"simple", 32, fields});
+  constexpr std::array<ArgField, 4> fields = {
+      ArgField{"out", 0, 8, ArgKind::kPointer}, ArgField{"in", 8, 8, ArgKind::kPointer},
+      ArgField{"n", 16, 4, ArgKind::kI32}, ArgField{"extra", 24, 8, ArgKind::kPointer}};
+  auto st = check_kernel_arguments(simple_md(), KernelInfo{"test", "simple", 32, fields});
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
@@ -949,9 +835,9 @@ TEST(KernargCheck, HiddenArgumentsNeedNotBeInOurStruct) {
   k.kernarg_segment_size = 280;
   k.args.push_back({"", 24, 4, "hidden_block_count_x"});
   k.args.push_back({"", 32, 8, "hidden_global_offset_x"});
-  auto st = check_kernel_arguments(k, KernelInfo{"simple", 24, kSimpleFields});
+  auto st = check_kernel_arguments(k, KernelInfo{"test", "simple", 24, kSimpleFields});
   EXPECT_TRUE(st.ok()) << st.message();
-  st = check_kernel_arguments(k, KernelInfo{"simple", 16, kSimpleFields});
+  st = check_kernel_arguments(k, KernelInfo{"test", "simple", 16, kSimpleFields});
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("declares 20 bytes of explicit arguments (of a 280-byte kernarg "
                               "segment) but our argument struct has 16 bytes"),
@@ -1073,14 +959,14 @@ TEST(KernargCheck, AiterBf16GemmMetadataIsNotUniform) {
   ASSERT_EQ(gfx950.explicit_kernarg_bytes(), 352u);
 
   // Our 352-byte struct serves both: the gfx942 kernel never reads ptr_semaphore.
-  const KernelInfo ours352{"bf16gemm", sizeof(GemmBf16Args), kGemmFields};
+  const KernelInfo ours352{"test", "bf16gemm", sizeof(GemmBf16Args), kGemmFields};
   auto st = check_kernel_arguments(gfx942, ours352);
   EXPECT_TRUE(st.ok()) << st.message();
   st = check_kernel_arguments(gfx950, ours352);
   EXPECT_TRUE(st.ok()) << st.message();
 
   // A 336-byte struct (no semaphore) fits gfx942 but would let gfx950 read 16 stray bytes.
-  const KernelInfo ours336{"bf16gemm", 336, std::span(kGemmFields).first(21)};
+  const KernelInfo ours336{"test", "bf16gemm", 336, std::span(kGemmFields).first(21)};
   st = check_kernel_arguments(gfx942, ours336);
   EXPECT_TRUE(st.ok()) << st.message();
   st = check_kernel_arguments(gfx950, ours336);
@@ -1089,8 +975,8 @@ TEST(KernargCheck, AiterBf16GemmMetadataIsNotUniform) {
                               " declares a 352-byte kernarg segment but our argument struct "
                               "has 336 bytes");
   // Same size, semaphore missing from our field list: named as the culprit.
-  st =
-      check_kernel_arguments(gfx950, KernelInfo{"bf16gemm", 352, std::span(kGemmFields).first(21)});
+  st = check_kernel_arguments(
+      gfx950, KernelInfo{"test", "bf16gemm", 352, std::span(kGemmFields).first(21)});
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("argument 'ptr_semaphore' (offset 336, size 8)"), std::string::npos)
       << st.message();
@@ -1107,10 +993,10 @@ TEST(KernargCheck, PaddingNamesAreSkipped) {
   KernelMetadata k = simple_md();
   k.args.push_back({"pad7", 20, 4, "by_value"});
   k.args.push_back({"", 20, 4, "by_value"});
-  auto st = check_kernel_arguments(k, KernelInfo{"simple", 24, kSimpleFields});
+  auto st = check_kernel_arguments(k, KernelInfo{"test", "simple", 24, kSimpleFields});
   EXPECT_TRUE(st.ok()) << st.message();
   k.args.push_back({"padding_value", 20, 4, "by_value"});  // a real argument, not padding
-  st = check_kernel_arguments(k, KernelInfo{"simple", 24, kSimpleFields});
+  st = check_kernel_arguments(k, KernelInfo{"test", "simple", 24, kSimpleFields});
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("'padding_value'"), std::string::npos) << st.message();
 }

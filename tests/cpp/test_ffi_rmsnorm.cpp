@@ -11,6 +11,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <ostream>
 #include <set>
 #include <stdexcept>
@@ -21,15 +22,19 @@
 #include "jax_aiter/ffi/binder.hpp"
 #include "jax_aiter/ffi/registry.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
-#include "jax_aiter/kernels/rmsnorm_host.hpp"
+#include "jax_aiter/host_twins/rmsnorm.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/kernels/rmsnorm.hpp"
 #include "jax_aiter/ops/rmsnorm.hpp"
 #include "jax_aiter/runtime/host.hpp"
 #include "jax_aiter/testing/fake_ffi.hpp"
+#include "jax_aiter/testing/host_array.hpp"
 
 namespace ja = jax_aiter;
 namespace fake = jax_aiter::testing;
 namespace ops = jax_aiter::ops;
 using ja::DType;
+using ja::kernels::KernelInfo;
 using Host = ja::runtime::Host;
 
 // The four handlers, as a consumer instantiates them.
@@ -46,40 +51,62 @@ struct FakeGpuStream {
   int id = 0;
 };
 
+// Meets runtime::Backend the way Hip and Cuda do, but loads nothing: resolve hands out one Kernel
+// per KernelInfo (with the status a test sets) and records each call; launch and memset record
+// what reaches them.
 struct FakeGpu {
   static constexpr ja::BackendKind kKind = ja::BackendKind::kCuda;
   static constexpr bool kCommandBufferCompatible = true;
   using Stream = FakeGpuStream*;
 
+  struct Kernel {
+    ja::Status status;
+    const KernelInfo* info = nullptr;
+  };
+  struct Resolved {
+    int device;
+    const KernelInfo* info;
+  };
   struct Seen {
     int device;
     Stream stream;
+    const Kernel* kernel;
     ja::kernels::Launch launch;
   };
+  static inline std::vector<Resolved> resolved;
   static inline std::vector<Seen> launches;
-  static inline int prepared_device = -1;
+  static inline std::vector<ja::kernels::Memset> memsets;
   static inline bool throw_on_launch = false;
   static inline ja::Status launch_status;
+  static inline ja::Status resolve_status;  // what every kernel resolves to
 
   static ja::Expected<ja::Target> target(int /*device*/) {
     return ja::Target{ja::BackendKind::kCuda, ja::Arch::kSm90, 132};
   }
-  template <ja::runtime::Module M>
-  static ja::Status prepare(int device) {
-    prepared_device = device;
-    return {};
+  static const Kernel& resolve(int device, const KernelInfo& info) {
+    resolved.push_back({device, &info});
+    static std::map<const KernelInfo*, Kernel> kernels;  // node-based: references stay valid
+    Kernel& k = kernels[&info];
+    k = {resolve_status, &info};
+    return k;
   }
-  template <ja::runtime::Module M>
-  static ja::Status launch(int device, Stream stream, const ja::kernels::Launch& l) {
+  static ja::Status launch(int device, Stream stream, const Kernel& kernel,
+                           const ja::kernels::Launch& l) {
     if (throw_on_launch) throw std::runtime_error("boom");
-    launches.push_back({device, stream, l});
+    launches.push_back({device, stream, &kernel, l});
     return launch_status;
   }
+  static ja::Status memset(int /*device*/, Stream /*stream*/, const ja::kernels::Memset& m) {
+    memsets.push_back(m);
+    return {};
+  }
   static void reset() {
+    resolved.clear();
     launches.clear();
-    prepared_device = -1;
+    memsets.clear();
     throw_on_launch = false;
     launch_status = {};
+    resolve_status = {};
   }
 };
 static_assert(ja::runtime::Backend<FakeGpu>);
@@ -90,116 +117,21 @@ XLA_FFI_Error* gpu_rms_norm(XLA_FFI_CallFrame* f) {
 XLA_FFI_Error* gpu_rms_norm_initialize(XLA_FFI_CallFrame* f) {
   return ja::ffi::Handler<ops::RmsNorm, FakeGpu>::initialize(f);
 }
-
-// ---- element types, converted here independently of core/dtype.hpp -------------------------
-
-// Rounds through float, then to nearest even on the 16 dropped bits. Exact where it matters: a
-// sum of two stored values (the fused residual) is a float already; a random input only needs
-// to be some bf16 value.
-uint16_t to_bf16(double v) {
-  const uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(v));
-  if (std::isnan(v)) return 0x7FC0;
-  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+XLA_FFI_Error* gpu_rms_norm_bwd(XLA_FFI_CallFrame* f) {
+  return ja::ffi::Handler<ops::RmsNormBwd, FakeGpu>::execute(f);
 }
-double from_bf16(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
-uint16_t to_f16(double v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(v)); }
-double from_f16(uint16_t b) { return static_cast<double>(std::bit_cast<_Float16>(b)); }
-
-XLA_FFI_DataType xla_type(DType t) {
-  switch (t) {
-    case DType::kBF16: return XLA_FFI_DataType_BF16;
-    case DType::kF16: return XLA_FFI_DataType_F16;
-    case DType::kF32: return XLA_FFI_DataType_F32;
-    case DType::kI32: return XLA_FFI_DataType_S32;
-    case DType::kU8: return XLA_FFI_DataType_U8;
-    default: ADD_FAILURE() << "no XLA type in this test for " << ja::name(t); return {};
-  }
+XLA_FFI_Error* gpu_rms_norm_bwd_initialize(XLA_FFI_CallFrame* f) {
+  return ja::ffi::Handler<ops::RmsNormBwd, FakeGpu>::initialize(f);
 }
 
-size_t elem_bytes(DType t) {
-  if (t == DType::kF32 || t == DType::kI32) return 4;
-  return t == DType::kU8 ? 1 : 2;
-}
+// ---- host arrays, element types converted independently of core/dtype.hpp (testing/) --------
 
-// A host array of one of the test's dtypes.
-struct Array {
-  DType dtype;
-  std::vector<int64_t> dims;
-  std::vector<unsigned char> bytes;
-
-  Array(DType t, std::vector<int64_t> d) : dtype(t), dims(std::move(d)) {
-    bytes.resize(static_cast<size_t>(size()) * elem_bytes(t));
-  }
-  int64_t size() const {
-    int64_t s = 1;
-    for (int64_t d : dims) s *= d;
-    return s;
-  }
-  void* data() { return bytes.data(); }
-  double at(int64_t i) const {
-    uint16_t h;
-    float f;
-    switch (dtype) {
-      case DType::kBF16: std::memcpy(&h, &bytes[i * 2], 2); return from_bf16(h);
-      case DType::kF16: std::memcpy(&h, &bytes[i * 2], 2); return from_f16(h);
-      default: std::memcpy(&f, &bytes[i * 4], 4); return f;
-    }
-  }
-  // Rounds to the dtype; returns the value stored.
-  double set(int64_t i, double v) {
-    uint16_t h;
-    float f;
-    switch (dtype) {
-      case DType::kBF16:
-        h = to_bf16(v);
-        std::memcpy(&bytes[i * 2], &h, 2);
-        break;
-      case DType::kF16:
-        h = to_f16(v);
-        std::memcpy(&bytes[i * 2], &h, 2);
-        break;
-      default:
-        f = static_cast<float>(v);
-        std::memcpy(&bytes[i * 4], &f, 4);
-        break;
-    }
-    return at(i);
-  }
-  // All-ones bytes: a NaN in bf16, f16 and f32, so an unwritten element cannot pass.
-  void poison() { std::fill(bytes.begin(), bytes.end(), 0xFF); }
-};
-
-void add_arg(fake::CallFrame& f, Array& a) { f.arg(xla_type(a.dtype), a.dims, a.data()); }
-void add_ret(fake::CallFrame& f, Array& a) { f.ret(xla_type(a.dtype), a.dims, a.data()); }
-
-// Deterministic inputs (splitmix64), independent of the standard library's distributions.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  double uniform(double lo, double hi) {
-    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (static_cast<double>(z >> 11) * 0x1.0p-53);
-  }
-  // Magnitude in [0.25, 2] with a random sign: no value near zero, so the cancellation in
-  // dx = r*g*dy - r^3*x*mean(g*dy*x) stays within float32's reach even at n = 1.
-  double signed_away_from_zero() {
-    const double m = uniform(0.25, 2.0);
-    return uniform(0, 1) < 0.5 ? -m : m;
-  }
-
- private:
-  uint64_t s_;
-};
-
-void fill(Array& a, Rng& rng, double lo, double hi) {
-  for (int64_t i = 0; i < a.size(); ++i) a.set(i, rng.uniform(lo, hi));
-}
-void fill_signed(Array& a, Rng& rng) {
-  for (int64_t i = 0; i < a.size(); ++i) a.set(i, rng.signed_away_from_zero());
-}
+using fake::add_arg;
+using fake::add_ret;
+using fake::Array;
+using fake::fill;
+using fake::fill_signed;
+using fake::Rng;
 
 // ---- assertions -------------------------------------------------------------------------------
 
@@ -466,27 +398,28 @@ TEST(RmsNormHostPersistent, SmallDeviceFoldsMoreRowsPerSlot) {
     dx.poison();
     dgamma.poison();
     workspace.poison();
-    auto tensor = [](Array& a) {
-      ops::Tensor t;
-      t.data = a.data();
-      t.dtype = a.dtype;
-      t.rank = static_cast<int>(a.dims.size());
-      for (int i = 0; i < t.rank; ++i) t.dims[i] = a.dims[i];
-      return t;
-    };
-    ops::RmsNormBwd::Params p{tensor(dy), tensor(x),      tensor(gamma),     {},
-                              tensor(dx), tensor(dgamma), tensor(workspace), kEps};
+    auto tensor = [](Array& a) { return ops::Tensor::over(a.data(), a.dtype, a.dims); };
+    ops::RmsNormBwd::Params p{tensor(dy),     tensor(x),         tensor(gamma), {}, tensor(dx),
+                              tensor(dgamma), tensor(workspace), kEps,          {}};
     const ja::Target target = *Host::target(0);
-    ASSERT_TRUE(ops::RmsNormBwd::validate(p, target).ok());
-    const auto plan = ops::RmsNormBwd::plan(p, target);
-    ja::kernels::Launch main = plan.launches.launches[0];
+    ASSERT_TRUE(ops::RmsNormBwd::validate(p).ok());
+    ja::kernels::Plan plan;
+    plan.workspace_base = p.workspace.data;
+    ops::RmsNormBackwardPortable<false>::plan(p, target, plan);
+    ASSERT_EQ(plan.count, 2u);
+    ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kLaunch);
+    ASSERT_EQ(plan.steps[1].kind, ja::kernels::Step::Kind::kLaunch);
+    ja::kernels::Launch main = plan.steps[0].launch;
     ASSERT_TRUE(main.fill_device);
     const auto a = main.args.unpack<ja::kernels::RmsNormBwdArgs>();
     main.grid.x = ja::kernels::fill_device_blocks(main.grid.x, 3, 1);  // 3 units, 1 block each
     ASSERT_EQ(main.grid.x, 3u);
-    ASSERT_TRUE(Host::launch<ja::kernels::RmsNormModule>(0, nullptr, main).ok());
-    ASSERT_TRUE(
-        Host::launch<ja::kernels::RmsNormModule>(0, nullptr, plan.launches.launches[1]).ok());
+    const Host::Kernel& rows_pass = Host::resolve(0, *main.kernel);
+    const Host::Kernel& reduce = Host::resolve(0, *plan.steps[1].launch.kernel);
+    ASSERT_TRUE(rows_pass.status.ok()) << rows_pass.status.message();
+    ASSERT_TRUE(reduce.status.ok()) << reduce.status.message();
+    ASSERT_TRUE(Host::launch(0, nullptr, rows_pass, main).ok());
+    ASSERT_TRUE(Host::launch(0, nullptr, reduce, plan.steps[1].launch).ok());
     int32_t slots = 0;
     std::memcpy(&slots, workspace.data(), sizeof(slots));
     EXPECT_EQ(slots, 3 * a.rows_per_block) << "n=" << n;
@@ -601,32 +534,46 @@ TEST(RmsNormFfiErrors, YDtypeMismatch) {
                     {"aiter.rms_norm: operand y:", "got f16[4,8]"}));
 }
 
-// XLA's decoder rejects a call with no epsilon before our code runs: its message names the
-// attribute count, not the op (see the report on binder.hpp).
+// The handler decodes its attributes itself (by the op's spec, ffi/spec.hpp): a missing one is
+// named with the type it takes.
 TEST(RmsNormFfiErrors, MissingAttribute) {
   FwdCall c;
   fake::CallFrame f = c.frame();
   f.remove_attr("epsilon");
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong number of attributes: expected 1 but got 0"}));
+                    {"aiter.rms_norm: attribute epsilon: missing (f32 (F32 or F64))"}));
 }
 
+// An attribute the op does not declare is an error (a typo must not be ignored), listing what the
+// op takes: its own attributes, then the dispatch attributes every op takes.
 TEST(RmsNormFfiErrors, MisnamedAttribute) {
   FwdCall c;
   fake::CallFrame f = c.frame();
   f.remove_attr("epsilon").attr("eps", kEps);
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Attribute name mismatch: eps vs epsilon"}));
+                    {"aiter.rms_norm: unknown attribute 'eps' (this op takes: epsilon, tier, "
+                     "asm_arch, asm_cus)"}));
+  f.attr("epsilon", kEps);  // epsilon present, the typo still refused
+  EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    {"aiter.rms_norm: unknown attribute 'eps'"}));
 }
 
-// A Python float arrives as F64; the binding takes F32. XLA's decoder reports the type mismatch
-// and nothing aborts.
-TEST(RmsNormFfiErrors, EpsilonSentAsF64) {
+// A Python float arrives as F64: a float attribute takes it (as it takes F32), and the value is
+// the one used. x = 1, gamma = 2 and epsilon = 3 give y = 2 / sqrt(1 + 3) = 1 exactly.
+TEST(RmsNormFfiErrors, EpsilonSentAsF64IsAccepted) {
   FwdCall c;
+  for (int64_t i = 0; i < c.x.size(); ++i) c.x.set(i, 1.0);
+  for (int64_t i = 0; i < c.gamma.size(); ++i) c.gamma.set(i, 2.0);
+  c.y.poison();
   fake::CallFrame f = c.frame();
-  f.attr("epsilon", 1e-6);
+  f.attr("epsilon", 3.0);
+  const fake::CallResult r = fake::call(test_rms_norm_cpu, f);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(AllEqual("y", c.y, std::vector<double>(c.y.size(), 1.0)));
+  // Validated the same way as an F32 one.
+  f.attr("epsilon", -1e-6);
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong scalar data type: expected F32 but got F64"}));
+                    {"aiter.rms_norm: attribute epsilon: expected a finite value >= 0, got -"}));
 }
 
 TEST(RmsNormFfiErrors, EpsilonOfOtherScalarTypes) {
@@ -634,13 +581,39 @@ TEST(RmsNormFfiErrors, EpsilonOfOtherScalarTypes) {
   fake::CallFrame f = c.frame();
   f.attr("epsilon", int64_t{0});
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong scalar data type: expected F32 but got S64"}));
+                    {"aiter.rms_norm: attribute epsilon: expected f32 (F32 or F64), got S64"}));
   f.attr("epsilon", true);
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong scalar data type: expected F32 but got PRED"}));
+                    {"aiter.rms_norm: attribute epsilon: expected f32 (F32 or F64), got PRED"}));
   f.string_attr("epsilon", "1e-6");
+  EXPECT_TRUE(
+      Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+            {"aiter.rms_norm: attribute epsilon: expected f32 (F32 or F64), got a string"}));
+}
+
+// The dispatch attributes every op takes: tier (auto or one of the op's tiers), asm_arch, asm_cus.
+TEST(RmsNormFfiErrors, DispatchAttributes) {
+  FwdCall c;
+  fake::CallFrame f = c.frame();
+  f.string_attr("tier", "portable");
+  const fake::CallResult forced = fake::call(test_rms_norm_cpu, f);
+  EXPECT_TRUE(forced.ok()) << forced.message;
+  f.string_attr("tier", "auto");
+  const fake::CallResult automatic = fake::call(test_rms_norm_cpu, f);
+  EXPECT_TRUE(automatic.ok()) << automatic.message;
+  f.string_attr("tier", "asm");
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong attribute type"}));
+                    {"aiter.rms_norm: attribute tier: expected one of auto, portable; got 'asm'"}));
+  f.remove_attr("tier").string_attr("asm_arch", "gfx90a");
+  EXPECT_TRUE(
+      Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+            {"aiter.rms_norm: attribute asm_arch: expected gfx942 or gfx950, got 'gfx90a'"}));
+  f.remove_attr("asm_arch").attr("asm_cus", int64_t{-1});
+  EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    {"aiter.rms_norm: attribute asm_cus: expected 0 (default) to 4096, got -1"}));
+  f.attr("asm_cus", 1.5f);
+  EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    {"aiter.rms_norm: attribute asm_cus: expected integer (S32 or S64), got F32"}));
 }
 
 TEST(RmsNormFfiErrors, NonFiniteEpsilon) {
@@ -717,7 +690,7 @@ TEST(RmsNormFfiErrors, WrongNumberOfArgs) {
   add_ret(f, c.y);
   f.attr("epsilon", kEps);
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong number of arguments: expected 2 but got 1"}));
+                    {"aiter.rms_norm: expected 2 operands (x, gamma), got 1"}));
 }
 
 TEST(RmsNormFfiErrors, WrongNumberOfResults) {
@@ -725,7 +698,7 @@ TEST(RmsNormFfiErrors, WrongNumberOfResults) {
   fake::CallFrame f = c.frame();
   add_ret(f, c.y);
   EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"Wrong number of results: expected 1 but got 2"}));
+                    {"aiter.rms_norm: expected 1 result (y), got 2"}));
 }
 
 TEST(RmsNormFfiErrors, WrongStage) {
@@ -739,13 +712,22 @@ TEST(RmsNormFfiErrors, WrongStage) {
                     XLA_FFI_Error_Code_INVALID_ARGUMENT, {"Wrong execution stage"}));
 }
 
-// The initialize stage of a Host handler loads nothing and succeeds, with any operands.
+// The initialize stage of a Host handler resolves the plan's host twins (nothing to load) and
+// succeeds without running them. It decodes, validates and plans as execute does, so a bad call
+// fails there already.
 TEST(RmsNormFfiErrors, InitializeStageSucceeds) {
   FwdCall c;
+  c.y.poison();
   fake::CallFrame f = c.frame();
   f.stage(XLA_FFI_ExecutionStage_INITIALIZE);
   const fake::CallResult r = fake::call(test_rms_norm_cpu_initialize, f);
   EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(std::isnan(c.y.at(0)));  // nothing ran
+  c.gamma = Array(DType::kF32, {7});
+  fake::CallFrame bad = c.frame();
+  bad.stage(XLA_FFI_ExecutionStage_INITIALIZE);
+  EXPECT_TRUE(Fails(fake::call(test_rms_norm_cpu_initialize, bad),
+                    XLA_FFI_Error_Code_INVALID_ARGUMENT, {"aiter.rms_norm: operand gamma:"}));
 }
 
 struct BwdCall {
@@ -757,7 +739,7 @@ struct BwdCall {
   Array dgamma{DType::kF32, {8}};
   Array workspace{DType::kU8, {ops::rmsnorm_bwd_workspace_bytes(600, 8)}};
 
-  fake::CallResult call(bool fused) {
+  fake::CallFrame frame(bool fused) {
     fake::CallFrame f;
     add_arg(f, dy);
     add_arg(f, x);
@@ -767,6 +749,10 @@ struct BwdCall {
     add_ret(f, dgamma);
     add_ret(f, workspace);
     f.attr("epsilon", kEps);
+    return f;
+  }
+  fake::CallResult call(bool fused) {
+    fake::CallFrame f = frame(fused);
     return fake::call(fused ? test_rms_norm_with_add_bwd_cpu : test_rms_norm_bwd_cpu, f);
   }
 };
@@ -778,12 +764,47 @@ TEST(RmsNormFfiErrors, BackwardWorkspaceTooSmall) {
   BwdCall c;
   EXPECT_TRUE(c.call(false).ok());
   c.workspace = Array(DType::kU8, {need - 1});
-  const std::string want = "expected at least " + std::to_string(need) + " bytes";
-  const std::string got = "got " + std::to_string(need - 1);
+  // The binder checks the workspace against the op's workspace_bytes before any tier runs.
+  const std::string want = "expected u8[>= " + std::to_string(need) + "] (workspace_bytes)";
+  const std::string got = "got u8[" + std::to_string(need - 1) + "]";
   EXPECT_TRUE(Fails(c.call(false), XLA_FFI_Error_Code_INVALID_ARGUMENT,
                     {"aiter.rms_norm_bwd: operand workspace:", want, got}));
   EXPECT_TRUE(Fails(c.call(true), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                    {"aiter.rms_norm_with_add_bwd: operand workspace:"}));
+                    {"aiter.rms_norm_with_add_bwd: operand workspace:", want, got}));
+  // Enough bytes, but not a u8 vector.
+  c.workspace = Array(DType::kF32, {need / 4});
+  EXPECT_TRUE(Fails(c.call(false), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    {"aiter.rms_norm_bwd: operand workspace:", want,
+                     "got f32[" + std::to_string(need / 4) + "]"}));
+}
+
+// The header holds an int and the partials move up to 16 bytes at a time: the binder refuses a
+// workspace that is not 16-byte aligned.
+TEST(RmsNormFfiErrors, BackwardWorkspaceMisaligned) {
+  BwdCall c;
+  const int64_t need = ops::rmsnorm_bwd_workspace_bytes(600, 8);
+  Array bigger(DType::kU8, {need + 16});
+  for (int offset : {0, 8}) {
+    unsigned char* base = bigger.bytes.data();
+    base += (16 - reinterpret_cast<uintptr_t>(base) % 16) % 16 + offset;
+    fake::CallFrame f;
+    add_arg(f, c.dy);
+    add_arg(f, c.x);
+    add_arg(f, c.gamma);
+    add_ret(f, c.dx);
+    add_ret(f, c.dgamma);
+    f.ret(XLA_FFI_DataType_U8, {need}, base);
+    f.attr("epsilon", kEps);
+    const fake::CallResult r = fake::call(test_rms_norm_bwd_cpu, f);
+    if (offset == 0) {
+      EXPECT_TRUE(r.ok()) << r.message;
+    } else {
+      EXPECT_TRUE(Fails(r, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                        {"aiter.rms_norm_bwd: operand workspace: expected a 16-byte aligned "
+                         "buffer, got address " +
+                         std::to_string(reinterpret_cast<uintptr_t>(base))}));
+    }
+  }
 }
 
 TEST(RmsNormFfiErrors, BackwardOperandMismatches) {
@@ -813,11 +834,11 @@ TEST(RmsNormFfiErrors, BackwardOperandMismatches) {
                       {"aiter.rms_norm_with_add_bwd: operand dresidual:", "got f32[600,9]"}));
   }
   {
-    // The fused backward's second operand is residual_out; validation calls it x (see report).
+    // The fused backward's second operand is residual_out, and errors call it that.
     BwdCall c;
     c.x = Array(DType::kI32, {600, 8});
     EXPECT_TRUE(Fails(c.call(true), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                      {"aiter.rms_norm_with_add_bwd: operand", "got i32"}));
+                      {"aiter.rms_norm_with_add_bwd: operand residual_out:", "got i32"}));
   }
 }
 
@@ -904,6 +925,14 @@ class RmsNormFfiGpu : public ::testing::Test {
   void TearDown() override { FakeGpu::reset(); }
 };
 
+// The vector width the forward plan picks for FwdCall's buffers (their addresses decide it).
+int fwd_vec(FwdCall& c) {
+  return ops::rmsnorm_vec(8, DType::kF32,
+                          reinterpret_cast<uintptr_t>(c.x.data()) |
+                              reinterpret_cast<uintptr_t>(c.gamma.data()) |
+                              reinterpret_cast<uintptr_t>(c.y.data()));
+}
+
 TEST_F(RmsNormFfiGpu, StreamAndDeviceComeFromTheContext) {
   FwdCall c;
   FakeGpuStream stream{7};
@@ -915,8 +944,16 @@ TEST_F(RmsNormFfiGpu, StreamAndDeviceComeFromTheContext) {
   ASSERT_EQ(FakeGpu::launches.size(), 1u);
   EXPECT_EQ(FakeGpu::launches[0].device, 3);
   EXPECT_EQ(FakeGpu::launches[0].stream, &stream);
-  const auto& info = ja::kernels::RmsNormModule::kKernels[FakeGpu::launches[0].launch.kernel];
+  EXPECT_TRUE(FakeGpu::memsets.empty());
+  const KernelInfo& info = *FakeGpu::launches[0].launch.kernel;
   EXPECT_TRUE(info.symbol.starts_with("jax_aiter_rmsnorm_fwd_f32_")) << info.symbol;
+  EXPECT_EQ(&info, &ja::kernels::rmsnorm_fwd_kernel(DType::kF32, fwd_vec(c), false));
+  // Execute resolves the plan's kernel on the call's device (a cache lookup in a real backend)
+  // and launches exactly what resolve handed out for it.
+  ASSERT_EQ(FakeGpu::resolved.size(), 1u);
+  EXPECT_EQ(FakeGpu::resolved[0].device, 3);
+  EXPECT_EQ(FakeGpu::resolved[0].info, &info);
+  EXPECT_EQ(FakeGpu::launches[0].kernel->info, &info);
   // The packed bytes carry the very buffers of the call.
   const auto args = FakeGpu::launches[0].launch.args.unpack<ja::kernels::RmsNormFwdArgs>();
   EXPECT_EQ(args.x, c.x.data());
@@ -932,9 +969,12 @@ TEST_F(RmsNormFfiGpu, NoStreamIsADecodeError) {
   EXPECT_TRUE(Fails(fake::call(gpu_rms_norm, f), XLA_FFI_Error_Code_INVALID_ARGUMENT,
                     {"Failed to get platform stream", "XLA_FFI_Stream_Get"}));
   EXPECT_TRUE(FakeGpu::launches.empty());
+  EXPECT_TRUE(FakeGpu::resolved.empty());
 }
 
-TEST_F(RmsNormFfiGpu, InitializePreparesTheDevice) {
+// The initialize stage resolves (loads, checks) every kernel of the plan for the call's shapes on
+// the call's device, and launches nothing.
+TEST_F(RmsNormFfiGpu, InitializeResolvesThePlansKernels) {
   FwdCall c;
   FakeGpuStream stream;
   fake::FakeContext ctx{&stream, 2};
@@ -942,7 +982,67 @@ TEST_F(RmsNormFfiGpu, InitializePreparesTheDevice) {
   f.context(&ctx).stage(XLA_FFI_ExecutionStage_INITIALIZE);
   const fake::CallResult r = fake::call(gpu_rms_norm_initialize, f);
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(FakeGpu::prepared_device, 2);
+  ASSERT_EQ(FakeGpu::resolved.size(), 1u);
+  EXPECT_EQ(FakeGpu::resolved[0].device, 2);
+  EXPECT_EQ(FakeGpu::resolved[0].info,
+            &ja::kernels::rmsnorm_fwd_kernel(DType::kF32, fwd_vec(c), false));
+  EXPECT_TRUE(FakeGpu::launches.empty());
+  EXPECT_TRUE(FakeGpu::memsets.empty());
+}
+
+TEST_F(RmsNormFfiGpu, InitializeResolvesBothBackwardKernels) {
+  BwdCall c;
+  FakeGpuStream stream;
+  fake::FakeContext ctx{&stream, 1};
+  fake::CallFrame f = c.frame(false);
+  f.context(&ctx).stage(XLA_FFI_ExecutionStage_INITIALIZE);
+  const fake::CallResult r = fake::call(gpu_rms_norm_bwd_initialize, f);
+  ASSERT_TRUE(r.ok()) << r.message;
+  // n = 8 stays in registers: the in-register row pass, then the f32 dgamma reduction.
+  ASSERT_EQ(FakeGpu::resolved.size(), 2u);
+  EXPECT_EQ(FakeGpu::resolved[0].device, 1);
+  EXPECT_EQ(FakeGpu::resolved[1].device, 1);
+  const KernelInfo& rows_pass = *FakeGpu::resolved[0].info;
+  EXPECT_TRUE(rows_pass.symbol.starts_with("jax_aiter_rmsnorm_bwd_f32_v")) << rows_pass.symbol;
+  EXPECT_TRUE(rows_pass.fill_device);
+  EXPECT_EQ(FakeGpu::resolved[1].info, &ja::kernels::rmsnorm_dgamma_kernel(DType::kF32));
+  EXPECT_TRUE(FakeGpu::launches.empty());
+
+  // Execute launches those two, in that order, each with the Kernel resolve gave for it.
+  FakeGpu::reset();
+  f.stage(XLA_FFI_ExecutionStage_EXECUTE);
+  const fake::CallResult e = fake::call(gpu_rms_norm_bwd, f);
+  ASSERT_TRUE(e.ok()) << e.message;
+  ASSERT_EQ(FakeGpu::launches.size(), 2u);
+  EXPECT_EQ(FakeGpu::launches[0].launch.kernel, &rows_pass);
+  EXPECT_EQ(FakeGpu::launches[0].kernel->info, &rows_pass);
+  EXPECT_TRUE(FakeGpu::launches[0].launch.fill_device);
+  EXPECT_EQ(FakeGpu::launches[1].launch.kernel, &ja::kernels::rmsnorm_dgamma_kernel(DType::kF32));
+  EXPECT_EQ(FakeGpu::launches[1].kernel->info, FakeGpu::launches[1].launch.kernel);
+  const auto a = FakeGpu::launches[0].launch.args.unpack<ja::kernels::RmsNormBwdArgs>();
+  EXPECT_EQ(a.workspace, c.workspace.data());
+}
+
+// A kernel whose code object is nowhere to be found passes the call to the next tier; RMSNorm has
+// no other, so the call fails saying why each tier did not run it. Any other failure to resolve
+// is the call's error as it stands. Either way nothing is launched.
+TEST_F(RmsNormFfiGpu, KernelThatDoesNotResolveIsAClearError) {
+  FwdCall c;
+  FakeGpuStream stream;
+  fake::FakeContext ctx{&stream, 0};
+  fake::CallFrame f = c.frame();
+  f.context(&ctx);
+  FakeGpu::resolve_status =
+      ja::NotFound("jax_aiter: code object 'rmsnorm' for sm_90: not embedded");
+  EXPECT_TRUE(Fails(fake::call(gpu_rms_norm, f), XLA_FFI_Error_Code_UNIMPLEMENTED,
+                    {"aiter.rms_norm: no tier runs this call (portable: jax_aiter: code object "
+                     "'rmsnorm' for sm_90: not embedded)"}));
+  FakeGpu::resolve_status = ja::FailedPrecondition("kernel arguments disagree");
+  EXPECT_TRUE(Fails(fake::call(gpu_rms_norm, f), XLA_FFI_Error_Code_FAILED_PRECONDITION,
+                    {"aiter.rms_norm: kernel arguments disagree"}));
+  f.stage(XLA_FFI_ExecutionStage_INITIALIZE);
+  EXPECT_TRUE(Fails(fake::call(gpu_rms_norm_initialize, f), XLA_FFI_Error_Code_FAILED_PRECONDITION,
+                    {"aiter.rms_norm: kernel arguments disagree"}));
   EXPECT_TRUE(FakeGpu::launches.empty());
 }
 
@@ -1011,6 +1111,35 @@ TEST(RmsNormFfiRegister, RegistersTheFourHandlersForCpu) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"aiter.rms_norm", "aiter.rms_norm_with_add",
                                           "aiter.rms_norm_bwd", "aiter.rms_norm_with_add_bwd"}));
+}
+
+// JAX_AITER_DEFINE_HANDLER's registry entry also carries what the tools ask of the op: its spec
+// (the operand order Python follows) and the workspace size of a call (which Python allocates).
+TEST(RmsNormFfiRegister, EntriesCarryTheOpsTools) {
+  for (std::string_view name : {"aiter.rms_norm", "aiter.rms_norm_with_add", "aiter.rms_norm_bwd",
+                                "aiter.rms_norm_with_add_bwd"}) {
+    const auto e = ja::ffi::HandlerRegistry::find(name);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    EXPECT_EQ(e->backend, ja::BackendKind::kHost) << name;
+    ASSERT_NE(e->spec, nullptr) << name;
+    ASSERT_NE(e->workspace_bytes, nullptr) << name;
+    EXPECT_NE(e->plan, nullptr) << name;
+    EXPECT_NE(e->spec().find("\"name\": \"epsilon\""), std::string::npos) << e->spec();
+  }
+  const auto bwd = ja::ffi::HandlerRegistry::find("aiter.rms_norm_bwd");
+  ASSERT_TRUE(bwd.ok());
+  EXPECT_NE(bwd->spec().find("{\"name\": \"dy\", \"kind\": \"input\"}, {\"name\": \"x\""),
+            std::string::npos)
+      << bwd->spec();
+  const auto bytes = bwd->workspace_bytes(
+      R"({"operands": {"dy": {"dtype": "f32", "shape": [20, 30, 8]},
+                       "x": {"dtype": "f32", "shape": [20, 30, 8]},
+                       "gamma": {"dtype": "f32", "shape": [8]},
+                       "dx": {"dtype": "f32", "shape": [20, 30, 8]},
+                       "dgamma": {"dtype": "f32", "shape": [8]}},
+          "attributes": {"epsilon": 1e-6}})");
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(*bytes, ops::rmsnorm_bwd_workspace_bytes(600, 8));
 }
 
 TEST(RmsNormFfiRegister, RegistersNothingForRocm) {

@@ -57,8 +57,8 @@ TEST(KernelLoads, EveryGlobalLoadMovesAWholeVector) {
   const std::regex vector_kernel(R"(jax_aiter_rmsnorm_\w+_(bf16|f16|f32)_v(\d))");
   const std::regex load(R"(\bld\.global[\w.:]*)");
   int checked = 0;
-  for (const auto& info : jax_aiter::kernels::RmsNormModule::kKernels) {
-    const std::string symbol(info.symbol);
+  for (const jax_aiter::kernels::KernelInfo* info : jax_aiter::kernels::kRmsNormKernels) {
+    const std::string symbol(info->symbol);
     std::smatch m;
     if (!std::regex_match(symbol, m, vector_kernel)) continue;  // the dgamma reductions
     const auto it = entries.find(symbol);
@@ -84,8 +84,8 @@ TEST(KernelLoads, EveryKernelWaitsForThePreviousGridBeforeTouchingMemory) {
   ASSERT_FALSE(entries.empty()) << "no .entry in " << JAX_AITER_TEST_RMSNORM_PTX;
   const std::regex memory(R"(\b((ld|st|atom|red)\.global|cp\.async)[\w.:]*)");
   int checked = 0;
-  for (const auto& info : jax_aiter::kernels::RmsNormModule::kKernels) {
-    const std::string symbol(info.symbol);
+  for (const jax_aiter::kernels::KernelInfo* info : jax_aiter::kernels::kRmsNormKernels) {
+    const std::string symbol(info->symbol);
     const auto it = entries.find(symbol);
     ASSERT_NE(it, entries.end()) << symbol << " is not in the PTX";
     const std::string& body = it->second;
@@ -98,5 +98,5 @@ TEST(KernelLoads, EveryKernelWaitsForThePreviousGridBeforeTouchingMemory) {
     EXPECT_NE(body.find("griddepcontrol.launch_dependents"), std::string::npos) << symbol;
     ++checked;
   }
-  EXPECT_EQ(checked, static_cast<int>(jax_aiter::kernels::RmsNormModule::kKernels.size()));
+  EXPECT_EQ(checked, static_cast<int>(jax_aiter::kernels::kRmsNormKernels.size()));
 }

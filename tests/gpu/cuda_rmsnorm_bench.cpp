@@ -13,32 +13,22 @@
 #include <vector>
 
 #include "jax_aiter/ffi/rmsnorm.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/kernels/rmsnorm.hpp"
 #include "jax_aiter/runtime/cuda.hpp"
+
+#include "cuda_check.hpp"
 
 namespace ja = jax_aiter;
 using ja::DType;
-
-#define CHECK_CU(x)                                                    \
-  do {                                                                 \
-    CUresult r_ = (x);                                                 \
-    if (r_ != CUDA_SUCCESS) {                                          \
-      std::printf("CUDA error %d at %s:%d\n", r_, __FILE__, __LINE__); \
-      std::exit(2);                                                    \
-    }                                                                  \
-  } while (0)
 
 namespace {
 
 constexpr int kSets = 4;  // rotating input sets
 constexpr int kRepeats = 25;
 
-ja::ops::Tensor tensor(CUdeviceptr p, DType t, std::vector<int64_t> dims) {
-  ja::ops::Tensor out;
-  out.data = reinterpret_cast<void*>(p);
-  out.dtype = t;
-  out.rank = static_cast<int>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) out.dims[i] = dims[i];
-  return out;
+ja::ops::Tensor tensor(CUdeviceptr p, DType t, std::initializer_list<int64_t> dims) {
+  return ja::ops::Tensor::over(reinterpret_cast<void*>(p), t, dims);
 }
 
 // A launch or handler that fails ends the benchmark with its message.
@@ -47,6 +37,22 @@ void must(const ja::Status& st) {
     std::printf("error: %s\n", st.message().c_str());
     std::exit(1);
   }
+}
+
+// The plan RMSNorm's one tier makes for a call on `target`, its workspace where the call's is.
+template <typename Tier, typename Params>
+ja::kernels::Plan plan_of(const Params& p, const ja::Target& target) {
+  ja::kernels::Plan plan;
+  if constexpr (requires { p.workspace; }) plan.workspace_base = p.workspace.data;
+  Tier::plan(p, target, plan);
+  return plan;
+}
+
+// Launches one planned kernel (resolve loads it on first use, then only looks it up).
+void launch(CUstream s, const ja::kernels::Launch& l) {
+  const ja::runtime::Cuda::Kernel& kernel = ja::runtime::Cuda::resolve(0, *l.kernel);
+  must(kernel.status);
+  must(ja::runtime::Cuda::launch(0, s, kernel, l));
 }
 
 // Frees buffers, and every set of each rotating array of kSets.
@@ -67,7 +73,8 @@ ja::ops::RmsNormBwd::Params bwd_params(CUdeviceptr dy, CUdeviceptr x, CUdevicept
           tensor(dx, t, {rows, n}),
           tensor(dg, t, {n}),
           tensor(ws, DType::kU8, {ja::ops::rmsnorm_bwd_workspace_bytes(rows, n)}),
-          1e-6f};
+          1e-6f,
+          {}};
 }
 
 // Random data of dtype t (normal, never zeros), tiled from one pool so that filling many GiB
@@ -147,21 +154,25 @@ void staging_sweep(CUstream s, std::mt19937& rng) {
       CUdeviceptr g = alloc_random(t, n, rng);
       CHECK_CU(cuCtxSynchronize());
       auto plan = [&](int i) {
-        ja::ops::RmsNormWithAdd::Params p{tensor(x[i], t, {rows, n}),  tensor(g, t, {n}),
-                                          tensor(y[i], t, {rows, n}),  tensor(r[i], t, {rows, n}),
-                                          tensor(ro[i], t, {rows, n}), 1e-6f};
-        return ja::ops::RmsNormWithAdd::plan(p, target).launches.launches[0];
+        ja::ops::RmsNormWithAdd::Params p{tensor(x[i], t, {rows, n}),
+                                          tensor(g, t, {n}),
+                                          tensor(y[i], t, {rows, n}),
+                                          tensor(r[i], t, {rows, n}),
+                                          tensor(ro[i], t, {rows, n}),
+                                          1e-6f,
+                                          {}};
+        return plan_of<ja::ops::RmsNormForwardPortable<true>>(p, target).steps[0].launch;
       };
       const auto l0 = plan(0);
       const auto a0 = l0.args.unpack<ja::kernels::RmsNormFwdArgs>();
       const uint32_t staged_bytes = static_cast<uint32_t>(2 * a0.rows_per_block * n * 2);
       auto timed = [&](uint32_t shared) {
-        const auto launch = [&](int i) {
+        const auto call = [&](int i) {
           ja::kernels::Launch l = plan(i);
           l.shared_bytes = shared;
-          must(ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l));
+          launch(s, l);
         };
-        return 1e3 * median_ms(s, launch, /*batch=*/32, /*repeats=*/15, /*warmup=*/8);
+        return 1e3 * median_ms(s, call, /*batch=*/32, /*repeats=*/15, /*warmup=*/8);
       };
       double us[4];
       for (int k = 0; k < 4; ++k) us[k] = timed(k % 2 == 0 ? staged_bytes : 0);  // two rounds
@@ -209,20 +220,18 @@ void split_sweep(CUstream s, std::mt19937& rng) {
           continue;
         }
         auto plan = [&](int i, const ja::Target& target) {
-          return ja::ops::RmsNormBwd::plan(bwd_params(dy[i], x[i], g, dx[i], dg, ws, t, rows, n),
-                                           target);
+          return plan_of<ja::ops::RmsNormBackwardPortable<false>>(
+              bwd_params(dy[i], x[i], g, dx[i], dg, ws, t, rows, n), target);
         };
         auto timed = [&](const ja::Target& target) {
           const auto call = [&](int i) {
             const auto pl = plan(i, target);
-            for (const auto& l : pl.launches.view()) {
-              must(ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, l));
-            }
+            for (const ja::kernels::Step& step : pl.view()) launch(s, step.launch);
           };
           return 1e3 * median_ms(s, call, /*batch=*/rows * n >= (1 << 24) ? 1 : 16,
                                  /*repeats=*/15, /*warmup=*/4);
         };
-        const int cluster = plan(0, cuda).launches.launches[0].cluster;
+        const int cluster = plan(0, cuda).steps[0].launch.cluster;
         double us[4];
         for (int k = 0; k < 4; ++k) us[k] = timed(k % 2 == 0 ? cuda : no_clusters);  // two rounds
         std::printf("%-5s %-6lld %-6lld %-7d %10.2f %10.2f %8.3f %10.2f %10.2f %8.3f\n",
@@ -237,12 +246,7 @@ void split_sweep(CUstream s, std::mt19937& rng) {
 }  // namespace
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  const CUdevice dev = use_device0();
   CUstream s;
   CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   char name[128];
@@ -277,14 +281,23 @@ int main() {
     const double copy =
         median_ms(s, [&](int i) { CHECK_CU(cuMemcpyDtoDAsync(y[i], x[i], bytes, s)); });
     const double fwd = median_ms(s, [&](int i) {
-      ja::ops::RmsNorm::Params p{
-          tensor(x[i], t, {rows, n}), tensor(g, t, {n}), tensor(y[i], t, {rows, n}), {}, {}, 1e-6f};
+      ja::ops::RmsNorm::Params p{tensor(x[i], t, {rows, n}),
+                                 tensor(g, t, {n}),
+                                 tensor(y[i], t, {rows, n}),
+                                 {},
+                                 {},
+                                 1e-6f,
+                                 {}};
       must(ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p));
     });
     const double fused = median_ms(s, [&](int i) {
-      ja::ops::RmsNormWithAdd::Params p{tensor(x[i], t, {rows, n}),  tensor(g, t, {n}),
-                                        tensor(y[i], t, {rows, n}),  tensor(r[i], t, {rows, n}),
-                                        tensor(ro[i], t, {rows, n}), 1e-6f};
+      ja::ops::RmsNormWithAdd::Params p{tensor(x[i], t, {rows, n}),
+                                        tensor(g, t, {n}),
+                                        tensor(y[i], t, {rows, n}),
+                                        tensor(r[i], t, {rows, n}),
+                                        tensor(ro[i], t, {rows, n}),
+                                        1e-6f,
+                                        {}};
       must(ja::ffi::Handler<ja::ops::RmsNormWithAdd, ja::runtime::Cuda>::run(where, p));
     });
     // Backward on input set i (dx written into y[i]).
@@ -298,8 +311,8 @@ int main() {
     double bwd_launch_ms[2] = {0, 0};
     for (size_t k = 0; k < 2; ++k) {
       bwd_launch_ms[k] = median_ms(s, [&](int i) {
-        const auto plan = ja::ops::RmsNormBwd::plan(bwd_at(i), *target);
-        must(ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, s, plan.launches.view()[k]));
+        const auto plan = plan_of<ja::ops::RmsNormBackwardPortable<false>>(bwd_at(i), *target);
+        launch(s, plan.steps[k].launch);
       });
     }
     const double copy_gbps = 2.0 * bytes / copy / 1e6;

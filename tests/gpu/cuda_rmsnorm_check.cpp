@@ -13,21 +13,14 @@
 #include <vector>
 
 #include "jax_aiter/ffi/rmsnorm.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/kernels/rmsnorm.hpp"
 #include "jax_aiter/runtime/cuda.hpp"
+
+#include "cuda_check.hpp"
 
 namespace ja = jax_aiter;
 using ja::DType;
-
-#define CHECK_CU(x)                                                               \
-  do {                                                                            \
-    CUresult r_ = (x);                                                            \
-    if (r_ != CUDA_SUCCESS) {                                                     \
-      const char* s_ = nullptr;                                                   \
-      cuGetErrorName(r_, &s_);                                                    \
-      std::printf("CUDA error %s at %s:%d\n", s_ ? s_ : "?", __FILE__, __LINE__); \
-      std::exit(2);                                                               \
-    }                                                                             \
-  } while (0)
 
 namespace {
 
@@ -74,13 +67,8 @@ struct Dev {
 // Poisoning and uploads are complete before a handler runs (see Dev::poison).
 void before_run() { CHECK_CU(cuCtxSynchronize()); }
 
-ja::ops::Tensor tensor(const Dev& d, DType t, std::vector<int64_t> dims) {
-  ja::ops::Tensor out;
-  out.data = d.p();
-  out.dtype = t;
-  out.rank = static_cast<int>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) out.dims[i] = dims[i];
-  return out;
+ja::ops::Tensor tensor(const Dev& d, DType t, std::initializer_list<int64_t> dims) {
+  return ja::ops::Tensor::over(d.p(), t, dims);
 }
 
 std::vector<uint8_t> random_host(DType t, size_t count, std::mt19937& rng, double mean, double sd) {
@@ -111,21 +99,38 @@ bool close(DType t, const std::vector<uint8_t>& got, const std::vector<double>& 
   return ok;
 }
 
+// The plan RMSNorm's one tier makes for a call, with its workspace where the handler put it.
+template <typename Tier, typename Params>
+ja::kernels::Plan plan_of(const Params& p) {
+  const ja::Target target = *ja::runtime::Cuda::target(0);
+  ja::kernels::Plan plan;
+  if constexpr (requires { p.workspace; }) plan.workspace_base = p.workspace.data;
+  Tier::plan(p, target, plan);
+  return plan;
+}
+
 // The backward is a fill_device launch: it must have run exactly as many blocks as the device
 // holds at once (the driver's occupancy of that kernel at that block size, times the SMs; for rows
 // split over a cluster, the clusters the device holds, a slot each), capped by the plan, and said
-// so in the workspace header the reduction reads.
+// so in the workspace header the reduction reads. The backend sizes that grid from the occupancy
+// it measured when the kernel resolved: it must agree with the driver asked here.
 int split_shapes = 0;  // backward launches whose rows were split over a cluster
 void check_persistent_slots(const ja::ops::RmsNormWithAddBwd::Params& p, const Dev& ws) {
   const ja::Target target = *ja::runtime::Cuda::target(0);
-  const auto plan = ja::ops::RmsNormWithAddBwd::plan(p, target);
-  const ja::kernels::Launch& l = plan.launches.launches[0];
+  const auto plan = plan_of<ja::ops::RmsNormBackwardPortable<true>>(p);
+  const ja::kernels::Launch& l = plan.steps[0].launch;
   const auto a = l.args.unpack<ja::kernels::RmsNormBwdArgs>();
-  const auto* m = *ja::runtime::Cuda::module<ja::kernels::RmsNormModule>(0);
+  const ja::runtime::Cuda::Kernel& k = ja::runtime::Cuda::resolve(0, *l.kernel);
+  if (!k.status.ok()) {
+    std::printf("FAIL rms_norm_bwd slots: %s\n", k.status.message().c_str());
+    ++failed;
+    return;
+  }
+  const auto backend_grid = k.occupancy.grid(l);
   int per_sm = 0;
-  CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, m->functions[l.kernel],
+  CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.function,
                                                        static_cast<int>(l.block.x), 0));
-  int64_t want = 0;
+  int64_t want = 0, want_blocks = 0;
   if (l.cluster > 1) {
     ++split_shapes;
     CUlaunchAttribute cluster{};
@@ -138,23 +143,28 @@ void check_persistent_slots(const ja::ops::RmsNormWithAddBwd::Params& p, const D
     config.attrs = &cluster;
     config.numAttrs = 1;
     int clusters = 0;
-    CHECK_CU(cuOccupancyMaxActiveClusters(&clusters, m->functions[l.kernel], &config));
+    CHECK_CU(cuOccupancyMaxActiveClusters(&clusters, k.function, &config));
     const int64_t slots = std::min<int64_t>(l.grid.x / l.cluster, clusters);
     want = std::min<int64_t>(a.max_slots, slots);
+    want_blocks = slots * l.cluster;
   } else {
     const int64_t blocks = std::min<int64_t>(l.grid.x, int64_t{target.compute_units} * per_sm);
     want = std::min<int64_t>(a.max_slots, blocks * a.rows_per_block);
+    want_blocks = blocks;
   }
   int32_t got = -1;
   const std::vector<uint8_t> header = ws.get(sizeof(got));
   std::memcpy(&got, header.data(), sizeof(got));
-  const bool ok = got == want;
+  const bool ok = got == want && backend_grid.ok() && int64_t{backend_grid->x} == want_blocks;
   (ok ? passed : failed)++;
   if (!ok || per_sm < 1) {
     std::printf(
         "FAIL rms_norm_bwd slots: header says %d, expected %lld (%d blocks/SM x %d SMs, "
-        "cap %u blocks)\n",
-        got, static_cast<long long>(want), per_sm, target.compute_units, l.grid.x);
+        "cap %u blocks); the backend's grid %s%lld, the driver's %lld blocks\n",
+        got, static_cast<long long>(want), per_sm, target.compute_units, l.grid.x,
+        backend_grid.ok() ? "" : backend_grid.status().message().c_str(),
+        backend_grid.ok() ? static_cast<long long>(backend_grid->x) : -1LL,
+        static_cast<long long>(want_blocks));
   }
 }
 
@@ -166,28 +176,34 @@ int staged_shapes = 0;
 void check_staging(CUstream stream, DType t, int64_t rows, int64_t n, const Dev& x, const Dev& r,
                    const Dev& g, Dev& y, Dev& ro, const std::vector<uint8_t>& y_want,
                    const std::vector<uint8_t>& ro_want) {
-  const ja::Target target = *ja::runtime::Cuda::target(0);
-  ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}),  tensor(g, t, {n}),
-                                    tensor(y, t, {rows, n}),  tensor(r, t, {rows, n}),
-                                    tensor(ro, t, {rows, n}), 1e-6f};
-  const ja::kernels::Launch planned = ja::ops::RmsNormWithAdd::plan(p, target).launches.launches[0];
+  ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}),
+                                    tensor(g, t, {n}),
+                                    tensor(y, t, {rows, n}),
+                                    tensor(r, t, {rows, n}),
+                                    tensor(ro, t, {rows, n}),
+                                    1e-6f,
+                                    {}};
+  const ja::kernels::Launch planned =
+      plan_of<ja::ops::RmsNormForwardPortable<true>>(p).steps[0].launch;
   const auto a = planned.args.unpack<ja::kernels::RmsNormFwdArgs>();
   const int64_t esz = int64_t(ja::size_bytes(t));
   const int64_t stage_bytes = 2 * a.rows_per_block * n * esz;
-  if (stage_bytes > ja::kernels::RmsNormKernelFacts::kMaxStagedBytes) return;
+  if (stage_bytes > ja::kernels::rmsnorm::kMaxStagedBytes) return;
   // Where the kernel stages at all: 16-byte vectors (the widest), rows in registers.
   const int vec = ja::kernels::rmsnorm_max_vec(t);
   const ja::ops::RowLayout layout{vec, a.threads_per_row, a.rows_per_block};
-  const bool stages = planned.kernel == ja::kernels::RmsNormModule::fwd_kernel(t, vec, true) &&
-                      layout.row_in_registers(n, ja::kernels::RmsNormKernelFacts::kChunksFwd);
+  const bool stages = planned.kernel == &ja::kernels::rmsnorm_fwd_kernel(t, vec, true) &&
+                      layout.row_in_registers(n, ja::kernels::rmsnorm::kChunksFwd);
   staged_shapes += stages;
+  const ja::runtime::Cuda::Kernel& kernel = ja::runtime::Cuda::resolve(0, *planned.kernel);
   for (uint32_t shared : {static_cast<uint32_t>(stage_bytes), 0u}) {
     ja::kernels::Launch l = planned;
     l.shared_bytes = shared;
     y.poison();
     ro.poison();
     before_run();
-    const ja::Status st = ja::runtime::Cuda::launch<ja::kernels::RmsNormModule>(0, stream, l);
+    const ja::Status st =
+        kernel.status.ok() ? ja::runtime::Cuda::launch(0, stream, kernel, l) : kernel.status;
     CHECK_CU(cuStreamSynchronize(stream));
     const size_t bytes = rows * n * esz;
     const bool ok = st.ok() && y.get(bytes) == y_want && ro.get(bytes) == ro_want;
@@ -234,11 +250,17 @@ void check_dependent_chain(CUstream stream, DType t, int64_t rows, int64_t n, st
                                       tensor(out, t, {rows, n}),
                                       tensor(dg, t, {n}),
                                       tensor(ws, DType::kU8, {int64_t(ws.bytes)}),
-                                      1e-6f};
+                                      1e-6f,
+                                      {}};
         st = ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, p);
       } else {
-        ja::ops::RmsNorm::Params p{
-            tensor(in, t, {rows, n}), tensor(g, t, {n}), tensor(out, t, {rows, n}), {}, {}, 1e-6f};
+        ja::ops::RmsNorm::Params p{tensor(in, t, {rows, n}),
+                                   tensor(g, t, {n}),
+                                   tensor(out, t, {rows, n}),
+                                   {},
+                                   {},
+                                   1e-6f,
+                                   {}};
         st = ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p);
       }
       if (!st.ok()) {
@@ -297,13 +319,22 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
     before_run();
     ja::Status st;
     if (fused) {
-      ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}),  tensor(g, t, {n}),
-                                        tensor(y, t, {rows, n}),  tensor(r, t, {rows, n}),
-                                        tensor(ro, t, {rows, n}), float(eps)};
+      ja::ops::RmsNormWithAdd::Params p{tensor(x, t, {rows, n}),
+                                        tensor(g, t, {n}),
+                                        tensor(y, t, {rows, n}),
+                                        tensor(r, t, {rows, n}),
+                                        tensor(ro, t, {rows, n}),
+                                        float(eps),
+                                        {}};
       st = ja::ffi::Handler<ja::ops::RmsNormWithAdd, ja::runtime::Cuda>::run(where, p);
     } else {
-      ja::ops::RmsNorm::Params p{
-          tensor(x, t, {rows, n}), tensor(g, t, {n}), tensor(y, t, {rows, n}), {}, {}, float(eps)};
+      ja::ops::RmsNorm::Params p{tensor(x, t, {rows, n}),
+                                 tensor(g, t, {n}),
+                                 tensor(y, t, {rows, n}),
+                                 {},
+                                 {},
+                                 float(eps),
+                                 {}};
       st = ja::ffi::Handler<ja::ops::RmsNorm, ja::runtime::Cuda>::run(where, p);
     }
     if (!st.ok()) {
@@ -344,12 +375,14 @@ void check_shape(CUstream stream, DType t, int64_t rows, int64_t n, std::mt19937
                                          tensor(dx, t, {rows, n}),
                                          tensor(dg, t, {n}),
                                          tensor(ws, DType::kU8, {int64_t(ws.bytes)}),
-                                         float(eps)};
+                                         float(eps),
+                                         {}};
     ja::Status st;
     if (fused) {
       st = ja::ffi::Handler<ja::ops::RmsNormWithAddBwd, ja::runtime::Cuda>::run(where, p);
     } else {
-      ja::ops::RmsNormBwd::Params q{p.dy, p.x, p.gamma, {}, p.dx, p.dgamma, p.workspace, p.epsilon};
+      ja::ops::RmsNormBwd::Params q{p.dy,     p.x,         p.gamma,   {}, p.dx,
+                                    p.dgamma, p.workspace, p.epsilon, {}};
       st = ja::ffi::Handler<ja::ops::RmsNormBwd, ja::runtime::Cuda>::run(where, q);
     }
     if (!st.ok()) {
@@ -400,24 +433,43 @@ const std::vector<std::pair<int64_t, int64_t>> kShapes = {
     {2100, 10240}, {130, 12000}, {300, 32768}, {64, 65536}, {40, 10001}, {1000, 16384}};
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
+  use_device0();
   CUstream stream;
   CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  // The initialize stage: load the module (and check every kernel's parameters) up front.
-  // Timed: the load includes the occupancy table (32 block sizes for every kernel).
+  // What the initialize stage does for every kernel a plan names, here for all of them up front:
+  // resolve loads the code object once per device and each kernel on first use (checking its
+  // parameters, measuring the occupancy of fill_device kernels: 32 block sizes, and cluster sizes
+  // 2..8 for the split ones). Timed.
+  const size_t modules_before = ja::runtime::Cuda::loaded_modules(0);
+  const size_t kernels_before = ja::runtime::Cuda::resolved_kernels(0);
   const auto t0 = std::chrono::steady_clock::now();
-  ja::Status st = ja::runtime::Cuda::prepare<ja::kernels::RmsNormModule>(0);
+  ja::Status st;
+  bool one_module = true;
+  size_t resolved = 0;
+  for (const ja::kernels::KernelInfo* k : ja::kernels::kRmsNormKernels) {
+    const ja::runtime::Cuda::Kernel& kernel = ja::runtime::Cuda::resolve(0, *k);
+    if (st.ok() && !kernel.status.ok()) st = kernel.status;
+    ++resolved;
+    one_module = one_module && ja::runtime::Cuda::loaded_modules(0) == modules_before + 1 &&
+                 ja::runtime::Cuda::resolved_kernels(0) == kernels_before + resolved;
+  }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s module load + cuFuncGetParamInfo check of %zu kernels (%.2f ms)%s%s\n",
-              st.ok() ? "PASS" : "FAIL", ja::kernels::RmsNormModule::kKernels.size(), load_ms,
+  std::printf("%s code object load + cuFuncGetParamInfo check of %zu kernels (%.2f ms)%s%s\n",
+              st.ok() ? "PASS" : "FAIL", ja::kernels::kRmsNormKernels.size(), load_ms,
               st.ok() ? "" : ": ", st.message().c_str());
   (st.ok() ? passed : failed)++;
+  // One module load for the code object, one cache entry per kernel, and a second resolve of a
+  // kernel is the same entry (a lookup).
+  const ja::kernels::KernelInfo& first = *ja::kernels::kRmsNormKernels[0];
+  const bool cached =
+      one_module && modules_before == 0 && kernels_before == 0 &&
+      &ja::runtime::Cuda::resolve(0, first) == &ja::runtime::Cuda::resolve(0, first) &&
+      ja::runtime::Cuda::resolved_kernels(0) == ja::kernels::kRmsNormKernels.size();
+  std::printf("%s resolve loads the code object once (%zu module) and each kernel once (%zu)\n",
+              cached ? "PASS" : "FAIL", ja::runtime::Cuda::loaded_modules(0),
+              ja::runtime::Cuda::resolved_kernels(0));
+  (cached ? passed : failed)++;
   std::mt19937 rng(1234);
   for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
     for (auto [rows, n] : kShapes) {

@@ -1,31 +1,47 @@
 #!/usr/bin/env bash
-# pip install of the project into a fresh virtual environment (with the system's jax, as a user's
-# environment would have it), then jax_aiter used from outside the source tree with no environment
-# variables: the package must find its handler library by itself.
+# The package as a user installs it, used from outside the source tree with no environment
+# variables (it must find its handler library by itself), with each jaxlib of the range the README
+# promises that this machine's Python can install:
+#   1. `pip wheel .` with build isolation (the default): the build environment gets its own jaxlib
+#      (pyproject.toml's build requirements) and the handlers are compiled against its FFI headers;
+#      that wheel is installed into a venv with the system's jax (0.10.2) and into a fresh venv
+#      with jax/jaxlib 0.9.2, and each runs rms_norm, gemm and both console scripts;
+#   2. `pip install --no-build-isolation .` (still an option: the handlers then use the headers of
+#      the jaxlib already installed) into a venv with the system's jax, and the same checks.
+# GPU libraries are left out (no GPU archs, no HIP): this checks packaging, not kernels.
 # Usage: check_pip_install.sh <python> <source dir> <scratch dir>
 set -euo pipefail
 python=$1 src=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
-"$python" -m venv --system-site-packages "$work/venv"
-# --no-build-isolation: the handlers are compiled against the FFI headers of the jaxlib they will
-# run with (the environment's), not an isolated build environment's.
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
-  --no-build-isolation "$src" > "$work/pip.log" 2>&1 || { tail -30 "$work/pip.log"; exit 1; }
-cd "$work"
-env -u PYTHONPATH JAX_PLATFORMS=cpu "$work/venv/bin/python" - <<'PY'
-import os
-import numpy as np
-import jax.numpy as jnp
-import jax_aiter
+no_gpu=(-C cmake.define.JAX_AITER_GPU_ARCHS= -C cmake.define.JAX_AITER_HIP=OFF)
+pip_q=(-q --disable-pip-version-check)
 
-here = os.path.dirname(jax_aiter.__file__)
-assert "site-packages" in here, here
-assert os.path.exists(os.path.join(here, "_jax_aiter_cpu.so")), os.listdir(here)
-x = np.random.default_rng(0).standard_normal((3, 40)).astype(np.float32)
-g = np.linspace(0.5, 1.5, 40).astype(np.float32)
-got = np.asarray(jax_aiter.rms_norm(jnp.asarray(x), jnp.asarray(g), 1e-6), np.float64)
-x64 = x.astype(np.float64)
-want = x64 / np.sqrt(np.mean(x64 * x64, -1, keepdims=True) + 1e-6) * g
-assert np.allclose(got, want, rtol=1e-6, atol=1e-6), np.abs(got - want).max()
-print(f"installed jax_aiter at {here} runs: max |err| = {np.abs(got - want).max():.2g}")
-PY
+smoke() {  # smoke <venv> <what>
+  local venv=$1 what=$2
+  (cd "$work" && env -u PYTHONPATH JAX_PLATFORMS=cpu "$venv/bin/python" "$here/smoke_installed.py" "$what")
+  "$venv/bin/jax-aiter-plan" gemm --m 1 --n 4096 --k 4096 --arch gfx942 > "$work/plan.json"
+  grep -q '"verdict": "taken"' "$work/plan.json"
+  "$venv/bin/jax-aiter-check-aiter" "$work" > "$work/check.txt"
+  grep -q "0 ok, 19 missing, 0 mismatch" "$work/check.txt" || { cat "$work/check.txt"; exit 1; }
+  echo "$what: jax-aiter-plan and jax-aiter-check-aiter run"
+}
+
+# 1. Isolated build (the default).
+"$python" -m pip wheel "${pip_q[@]}" --no-deps -w "$work/dist" "${no_gpu[@]}" "$src" \
+  > "$work/wheel.log" 2>&1 || { tail -30 "$work/wheel.log"; exit 1; }
+wheel=$(ls "$work"/dist/jax_aiter-*.whl)
+echo "built $(basename "$wheel") in an isolated environment"
+"$python" -m venv --system-site-packages "$work/system"
+"$work/system/bin/python" -m pip install "${pip_q[@]}" --no-deps "$wheel"
+smoke "$work/system" "isolated build, system jax"
+"$python" -m venv "$work/jax09"
+"$work/jax09/bin/python" -m pip install "${pip_q[@]}" "jax==0.9.2" "jaxlib==0.9.2" numpy "$wheel" \
+  > "$work/jax09.log" 2>&1 || { tail -30 "$work/jax09.log"; exit 1; }
+smoke "$work/jax09" "isolated build, jax 0.9.2"
+
+# 2. Without build isolation, against the environment's jaxlib.
+"$python" -m venv --system-site-packages "$work/nobi"
+"$work/nobi/bin/python" -m pip install "${pip_q[@]}" --no-deps --no-build-isolation \
+  "${no_gpu[@]}" "$src" > "$work/nobi.log" 2>&1 || { tail -30 "$work/nobi.log"; exit 1; }
+smoke "$work/nobi" "no build isolation, system jax"

@@ -23,8 +23,26 @@ message(STATUS "jax_aiter: Python tests with ${Python3_EXECUTABLE}")
 
 # ctest builds nothing itself: this fixture brings the handler library up to date before pytest
 # loads it (it is part of `all` too, so after a plain build it is a no-op).
+# Our ABI twins of AITER's BF16 GEMM code objects for gfx942/gfx950, for test_check_aiter.py.
+set(_twin_env "")
+set(_twin_targets "")
+foreach(arch gfx942 gfx950)
+  jax_aiter_compile_kernels(_twin aiter_bf16gemm.twin.cpp ${arch})
+  if(_twin)
+    string(TOUPPER ${arch} _upper)
+    list(APPEND _twin_env "JAX_AITER_TWIN_CO_${_upper}=${_twin}")
+    list(APPEND _twin_targets "${_twin}")
+  endif()
+endforeach()
+set(_twin_build "")
+if(_twin_targets)
+  add_custom_target(python_test_twins ALL DEPENDS ${_twin_targets})
+  set(_twin_build python_test_twins)
+endif()
+
 add_test(NAME python_build_handlers
-         COMMAND "${CMAKE_COMMAND}" --build "${CMAKE_BINARY_DIR}" --target _jax_aiter_cpu)
+         COMMAND "${CMAKE_COMMAND}" --build "${CMAKE_BINARY_DIR}" --target _jax_aiter_cpu
+                 ${_twin_build})
 set_tests_properties(python_build_handlers PROPERTIES FIXTURES_SETUP jax_aiter_python_handlers
                                                       LABELS python)
 
@@ -33,7 +51,7 @@ add_test(NAME python_tests
                  "${CMAKE_CURRENT_LIST_DIR}"
          WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
 set_tests_properties(python_tests PROPERTIES
-  ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1"
+  ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1;${_twin_env}"
   FIXTURES_REQUIRED jax_aiter_python_handlers
   DEPENDS python_build_handlers
   LABELS python

@@ -1,78 +1,116 @@
-// One template turns (op, backend) into an XLA FFI handler:
-//   decode (Spec::bind / Spec::params) -> Op::validate -> Op::plan -> Backend::launch, in order,
-// every failure an ffi::Error naming the op and operand, never an exception or an abort.
-// An initialize-stage handler loads the op's module for the device before execution (and before
-// any command-buffer capture), so execute only launches.
-//
-// An FFI spec describes how an op meets XLA (see ffi/rmsnorm.hpp):
-//   template <> struct FfiSpec<ops::RmsNorm> {
-//     static auto bind(auto binding);                 // .Arg<>/.Ret<>/.Attr<> in call order
-//     static Expected<ops::RmsNorm::Params> params(decoded operands...);
-//   };
+// One template turns (op, backend) into an XLA FFI handler. Both stages decode the call by the op's
+// spec (ffi/spec.hpp), validate it, and walk the op's tiers in order (ops/dispatch.hpp): the first
+// tier that supports the call plans it, and every kernel of that plan is resolved on the device
+// (runtime/backend.hpp). A kernel whose code object is nowhere to be found (NotFound: AITER's code
+// object neither embedded nor in the AITER root) passes the call to the next tier, unless the call
+// forced this tier; any other failure is the call's error.
+//   initialize stage: resolves (loads, checks) the kernels the plan for these static shapes picks,
+//                     before execution and before any command-buffer capture;
+//   execute stage:    plans again (pure arithmetic), finds the resolved kernels, and issues the
+//                     plan's launches and memsets on XLA's stream, nothing else.
+// Every failure is an ffi::Error naming the op, never an exception or an abort.
 #pragma once
 
+#include <array>
 #include <exception>
-#include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "jax_aiter/core/status.hpp"
+#include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/ffi/context.hpp"
+#include "jax_aiter/ffi/describe.hpp"
 #include "jax_aiter/ffi/error.hpp"
 #include "jax_aiter/ffi/registry.hpp"
+#include "jax_aiter/ffi/spec.hpp"
+#include "jax_aiter/ffi/tensor.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/runtime/backend.hpp"
 #include "xla/ffi/api/ffi.h"
 
 namespace jax_aiter::ffi {
 
-template <typename Op>
-struct FfiSpec;  // specialised per op in ffi/<op>.hpp
+enum class Stage : uint8_t { kInitialize, kExecute };
 
 template <typename Op, typename Backend>
 struct Handler {
-  using Spec = FfiSpec<Op>;
-  using Module = typename Op::Module;
+  using P = typename Op::Params;
+  using S = Spec<Op>;
 
   static constexpr XLA_FFI_Handler_Traits kTraits =
       Backend::kCommandBufferCompatible ? XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE : 0;
 
-  // validate -> plan -> launch; the part of execute that knows nothing of XLA.
-  static Status run(const Where<Backend>& where, const typename Op::Params& params) {
-    auto target = Backend::target(where.device);
-    if (!target) return target.status();
-    JAX_AITER_RETURN_IF_ERROR(Op::validate(params, *target));
-    const typename Op::Plan plan = Op::plan(params, *target);
-    for (const kernels::Launch& launch : plan.launches.view()) {
-      JAX_AITER_RETURN_IF_ERROR(
-          Backend::template launch<Module>(where.device, where.stream, launch));
+  // validate -> tiers -> resolve (-> launch); the part of a stage that knows nothing of XLA.
+  static Status run(const Where<Backend>& where, const P& p, Stage stage = Stage::kExecute) {
+    JAX_AITER_RETURN_IF_ERROR(Op::validate(p));
+    JAX_AITER_RETURN_IF_ERROR(ops::validate_dispatch<Op>(p.dispatch));
+    void* workspace = nullptr;
+    int64_t workspace_bytes = 0;
+    if constexpr (S::kHasWorkspace) {
+      JAX_AITER_RETURN_IF_ERROR(check_workspace(p));
+      workspace = p.workspace.data;
+      workspace_bytes = p.workspace.bytes();
     }
-    return {};
+    auto device = Backend::target(where.device);
+    if (!device) return device.status();
+    const bool forced = p.dispatch.tier != "auto";
+
+    // Why each tier did not run the call, kept allocation-free until an error needs the text.
+    std::array<Verdict, ops::kTierCount<Op>> verdicts{};
+    std::array<const Status*, ops::kTierCount<Op>> missing{};
+    Status result;
+    bool done = false;
+    ops::for_each_tier<Op>([&](auto i) {
+      using T = ops::TierAt<Op, i>;
+      if (forced && p.dispatch.tier != T::kName) {
+        verdicts[i] = ops::not_forced(T::kName);
+        return false;
+      }
+      auto target = ops::tier_target<T>(Op::kName, *device, p.dispatch);
+      if (!target) {
+        result = target.status();
+        return done = true;
+      }
+      verdicts[i] = T::supports(p, *target);
+      if (!verdicts[i].ok()) return false;
+      kernels::Plan plan;
+      plan.workspace_base = workspace;
+      T::plan(p, *target, plan);
+      if (plan.workspace.total > workspace_bytes) {
+        result = Internal(StrCat(Op::kName, ": tier ", T::kName, " needs ", plan.workspace.total,
+                                 " workspace bytes, more than the ", workspace_bytes,
+                                 " workspace_bytes gave"));
+        return done = true;
+      }
+      std::array<const typename Backend::Kernel*, kernels::kMaxPlanSteps> resolved{};
+      for (size_t s = 0; s < plan.count; ++s) {
+        if (plan.steps[s].kind != kernels::Step::Kind::kLaunch) continue;
+        const auto& kernel = Backend::resolve(where.device, *plan.steps[s].launch.kernel);
+        if (!kernel.status.ok()) {
+          if (kernel.status.code() == ErrorCode::kNotFound && !forced) {
+            missing[i] = &kernel.status;
+            return false;
+          }
+          result = kernel.status;
+          return done = true;
+        }
+        resolved[s] = &kernel;
+      }
+      done = true;
+      if (stage == Stage::kExecute) result = issue(where, plan, resolved);
+      return true;
+    });
+    if (done) return result;
+    return no_tier(verdicts, missing);
   }
 
   static XLA_FFI_Error* execute(XLA_FFI_CallFrame* frame) {
-    static auto* handler =
-        bind_with_traits(Spec::bind(xffi::Ffi::Bind().Ctx<Where<Backend>>()),
-                         [](Where<Backend> where, auto... operands) -> xffi::Error {
-                           return guarded([&]() -> Status {
-                             auto params = Spec::params(operands...);
-                             if (!params) return params.status();
-                             return run(where, *params);
-                           });
-                         });
-    return name_decoding_error(frame, handler->Call(frame));
+    return stage_handler<Stage::kExecute>(frame);
   }
-
   static XLA_FFI_Error* initialize(XLA_FFI_CallFrame* frame) {
-    static auto* handler =
-        bind_with_traits(xffi::Ffi::Bind<xffi::ExecutionStage::kInitialize>().Ctx<Where<Backend>>(),
-                         [](Where<Backend> where) -> xffi::Error {
-                           return guarded([&]() -> Status {
-                             auto target = Backend::target(where.device);
-                             if (!target) return target.status();
-                             return Backend::template prepare<Module>(where.device);
-                           });
-                         });
-    return name_decoding_error(frame, handler->Call(frame));
+    return stage_handler<Stage::kInitialize>(frame);
   }
 
   static constexpr XLA_FFI_Handler_Bundle bundle() {
@@ -81,7 +119,77 @@ struct Handler {
         .instantiate = nullptr, .prepare = nullptr, .initialize = &initialize, .execute = &execute};
   }
 
+  // The registry entry: the handler plus what the tools ask of the op.
+  static HandlerEntry entry() {
+    return {Op::kName,      Backend::kKind,          bundle(),      kTraits,
+            &spec_json<Op>, &workspace_bytes_of<Op>, &plan_json<Op>};
+  }
+
  private:
+  static Status check_workspace(const P& p) {
+    const int64_t need = Op::workspace_bytes(p);
+    if (p.workspace.dtype != DType::kU8 || p.workspace.rank != 1 || p.workspace.dims[0] < need) {
+      return ops::operand_error(
+          Op::kName, "workspace",
+          StrCat("expected u8[>= ", need, "] (workspace_bytes), got ", ops::describe(p.workspace)));
+    }
+    if (need > 0 &&
+        (p.workspace.data == nullptr || reinterpret_cast<uintptr_t>(p.workspace.data) % 16 != 0)) {
+      return ops::operand_error(Op::kName, "workspace",
+                                StrCat("expected a 16-byte aligned buffer, got address ",
+                                       reinterpret_cast<uintptr_t>(p.workspace.data)));
+    }
+    return {};
+  }
+
+  template <size_t N>
+  static Status issue(const Where<Backend>& where, const kernels::Plan& plan,
+                      const std::array<const typename Backend::Kernel*, N>& resolved) {
+    for (size_t s = 0; s < plan.count; ++s) {
+      const kernels::Step& step = plan.steps[s];
+      if (step.kind == kernels::Step::Kind::kMemset) {
+        JAX_AITER_RETURN_IF_ERROR(Backend::memset(where.device, where.stream, step.memset));
+      } else {
+        JAX_AITER_RETURN_IF_ERROR(
+            Backend::launch(where.device, where.stream, *resolved[s], step.launch));
+      }
+    }
+    return {};
+  }
+
+  // On the error path only: every tier and why it did not run the call.
+  static Status no_tier(const std::array<Verdict, ops::kTierCount<Op>>& verdicts,
+                        const std::array<const Status*, ops::kTierCount<Op>>& missing) {
+    const auto names = ops::tier_names<Op>();
+    std::string why;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string reason = missing[i] ? missing[i]->message() : verdicts[i].text();
+      why = StrCat(why, i ? "; " : "", names[i], ": ", reason);
+    }
+    return Unimplemented(StrCat(Op::kName, ": no tier runs this call (", why, ")"));
+  }
+
+  template <Stage kStage>
+  static XLA_FFI_Error* stage_handler(XLA_FFI_CallFrame* frame) {
+    static constexpr auto kXlaStage = kStage == Stage::kExecute ? xffi::ExecutionStage::kExecute
+                                                                : xffi::ExecutionStage::kInitialize;
+    static auto* handler =
+        bind_with_traits(xffi::Ffi::Bind<kXlaStage>()
+                             .template Ctx<Where<Backend>>()
+                             .RemainingArgs()
+                             .RemainingRets()
+                             .Attrs(),
+                         [](Where<Backend> where, xffi::RemainingArgs args,
+                            xffi::RemainingRets rets, xffi::Dictionary attrs) -> xffi::Error {
+                           return guarded([&]() -> Status {
+                             auto p = S::decode(XlaCall(Op::kName, args, rets, attrs));
+                             if (!p) return p.status();
+                             return run(where, *p, kStage);
+                           });
+                         });
+    return name_decoding_error(frame, handler->Call(frame));
+  }
+
   // XLA's own decoder reports bad operands without saying which op; our errors already start with
   // the op's name. On the error path only: prefix the others.
   static XLA_FFI_Error* name_decoding_error(XLA_FFI_CallFrame* frame, XLA_FFI_Error* err) {
@@ -130,8 +238,8 @@ struct Handler {
 
 // Defines, in the consumer's translation unit, the C entry points of one handler:
 //   XLA_FFI_Error* fn(XLA_FFI_CallFrame*)             execute stage
-//   XLA_FFI_Error* fn_initialize(XLA_FFI_CallFrame*)  initialize stage (loads the module)
-// and records it for jax_aiter::ffi::register_all(api, platform).
+//   XLA_FFI_Error* fn_initialize(XLA_FFI_CallFrame*)  initialize stage (resolves the kernels)
+// and records it for jax_aiter::ffi::register_all(api, platform) and the tools.
 #define JAX_AITER_DEFINE_HANDLER(fn, Op, Backend)                                        \
   extern "C" JAX_AITER_EXPORT XLA_FFI_Error* fn(XLA_FFI_CallFrame* frame) {              \
     return ::jax_aiter::ffi::Handler<Op, Backend>::execute(frame);                       \
@@ -140,10 +248,10 @@ struct Handler {
     return ::jax_aiter::ffi::Handler<Op, Backend>::initialize(frame);                    \
   }                                                                                      \
   static const ::jax_aiter::ffi::HandlerRegistrar fn##_jax_aiter_registrar {             \
-    Op::kName, Backend::kKind,                                                           \
-        XLA_FFI_Handler_Bundle{.instantiate = nullptr,                                   \
-                               .prepare = nullptr,                                       \
-                               .initialize = &fn##_initialize,                           \
-                               .execute = &fn},                                          \
-        ::jax_aiter::ffi::Handler<Op, Backend>::kTraits                                  \
+    [] {                                                                                 \
+      auto e = ::jax_aiter::ffi::Handler<Op, Backend>::entry();                          \
+      e.bundle.initialize = &fn##_initialize;                                            \
+      e.bundle.execute = &fn;                                                            \
+      return e;                                                                          \
+    }()                                                                                  \
   }

@@ -1,15 +1,22 @@
-// Handlers a consumer defined with JAX_AITER_DEFINE_HANDLER, for plugins that register statically:
-// jax_aiter::ffi::register_all(api, "ROCM") registers every one of them for that platform through
-// the XLA FFI C API. JAX users register from Python instead (jax.ffi.register_ffi_target).
+// Handlers a consumer defined with JAX_AITER_DEFINE_HANDLER, with what the tools ask of each op:
+//   jax_aiter::ffi::register_all(api, "ROCM")  registers every one of them for that platform
+//                                              through the XLA FFI C API (static registration);
+//   JAX_AITER_DEFINE_EXPORTS()                 C entry points through which Python learns the
+//                                              targets (no hand-kept list), their operand lists
+//                                              and workspace sizes, and runs the tools.
 #pragma once
 
 #include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/core/status.hpp"
 #include "xla/ffi/api/c_api.h"
 
 namespace jax_aiter::ffi {
@@ -19,6 +26,9 @@ struct HandlerEntry {
   BackendKind backend;
   XLA_FFI_Handler_Bundle bundle;
   XLA_FFI_Handler_Traits traits;
+  std::string (*spec)();                                                  // ffi/describe.hpp
+  Expected<int64_t> (*workspace_bytes)(std::string_view call);            // ffi/describe.hpp
+  Expected<std::string> (*plan)(std::string_view call, const Target& t);  // ffi/describe.hpp
 };
 
 class HandlerRegistry {
@@ -33,6 +43,12 @@ class HandlerRegistry {
     std::lock_guard lock(r.mutex_);
     return r.entries_;
   }
+  static Expected<HandlerEntry> find(std::string_view name) {
+    for (const HandlerEntry& e : entries()) {
+      if (e.name == name) return e;
+    }
+    return NotFound(StrCat("jax_aiter: no handler for target '", name, "' in this library"));
+  }
 
  private:
   static HandlerRegistry& instance() {
@@ -44,10 +60,7 @@ class HandlerRegistry {
 };
 
 struct HandlerRegistrar {
-  HandlerRegistrar(std::string_view name, BackendKind backend, XLA_FFI_Handler_Bundle bundle,
-                   XLA_FFI_Handler_Traits traits) {
-    HandlerRegistry::add({name, backend, bundle, traits});
-  }
+  explicit HandlerRegistrar(const HandlerEntry& e) { HandlerRegistry::add(e); }
 };
 
 // XLA's platform names for each backend ("cpu" is what JAX says for "Host"; "gpu" means CUDA).
@@ -78,6 +91,16 @@ inline XLA_FFI_Error* register_all(const XLA_FFI_Api* api, const char* platform)
     if (XLA_FFI_Error* err = api->XLA_FFI_Handler_Register(&args)) return err;
   }
   return nullptr;
+}
+
+// A C string the caller frees with jax_aiter_free.
+inline char* c_string(std::string_view s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) {
+    std::memcpy(out, s.data(), s.size());
+    out[s.size()] = '\0';
+  }
+  return out;
 }
 
 }  // namespace jax_aiter::ffi

@@ -1,37 +1,22 @@
-// XLA buffers to ops::Tensor: dtype mapping and shape, with errors naming the operand.
+// XLA's call frame as a source for Spec::decode (ffi/spec.hpp): buffers become ops::Tensor (dtype,
+// shape, address: never the contents, which may live on a device), attributes become AttrValue,
+// and every error names the op and the operand or attribute.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
-#include <utility>
 
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
+#include "jax_aiter/ffi/spec.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 #include "xla/ffi/api/ffi.h"
 
 namespace jax_aiter::ffi {
 
 namespace xffi = ::xla::ffi;
-
-// Appends kArgs operands then kRets results, each an AnyBuffer (dtypes are checked by the op, so
-// that FP8/FP4 bind too and errors name the operand), to an FFI binding in call order. (Every
-// return is a fresh binding: XLA's Binding cannot be moved from outside.)
-template <int kArgs, int kRets, typename Binding>
-auto bind_buffers(Binding&& b) {
-  static_assert(kArgs >= 0 && kRets >= 0 && kArgs + kRets > 0);
-  if constexpr (kArgs > 0) {
-    if constexpr (kArgs + kRets == 1) {
-      return std::move(b).template Arg<xffi::AnyBuffer>();
-    } else {
-      return bind_buffers<kArgs - 1, kRets>(std::move(b).template Arg<xffi::AnyBuffer>());
-    }
-  } else if constexpr (kRets == 1) {
-    return std::move(b).template Ret<xffi::AnyBuffer>();
-  } else {
-    return bind_buffers<0, kRets - 1>(std::move(b).template Ret<xffi::AnyBuffer>());
-  }
-}
 
 constexpr std::optional<DType> to_dtype(xffi::DataType t) {
   switch (t) {
@@ -50,7 +35,6 @@ constexpr std::optional<DType> to_dtype(xffi::DataType t) {
   }
 }
 
-// Reads an operand's dtype, shape and address (never its contents: it may live on a device).
 inline Expected<ops::Tensor> to_tensor(std::string_view op, std::string_view operand,
                                        const xffi::AnyBuffer& buffer) {
   const auto dtype = to_dtype(buffer.element_type());
@@ -64,25 +48,63 @@ inline Expected<ops::Tensor> to_tensor(std::string_view op, std::string_view ope
     return ops::operand_error(
         op, operand, StrCat("rank ", dims.size(), " exceeds the supported ", ops::kMaxRank));
   }
-  ops::Tensor t;
-  t.data = buffer.untyped_data();
-  t.dtype = *dtype;
-  t.rank = static_cast<int>(dims.size());
-  for (int i = 0; i < t.rank; ++i) t.dims[i] = dims[i];
-  return t;
+  return ops::Tensor::over(buffer.untyped_data(), *dtype,
+                           std::span<const int64_t>(dims.begin(), dims.size()));
 }
 
-}  // namespace jax_aiter::ffi
+// One call as XLA passes it, for Spec<Op>::decode.
+class XlaCall {
+ public:
+  XlaCall(std::string_view op, const xffi::RemainingArgs& args, const xffi::RemainingRets& rets,
+          const xffi::Dictionary& attrs)
+      : op_(op), args_(args), rets_(rets), attrs_(attrs) {}
 
-namespace jax_aiter::ffi {
+  size_t inputs() const { return args_.size(); }
+  size_t results() const { return rets_.size(); }
 
-// Fills `out` from one buffer; for chaining with JAX_AITER_RETURN_IF_ERROR.
-inline Status decode_into(ops::Tensor& out, std::string_view op, std::string_view operand,
-                          const xffi::AnyBuffer& buffer) {
-  auto t = to_tensor(op, operand, buffer);
-  if (!t) return t.status();
-  out = *t;
-  return {};
-}
+  Expected<ops::Tensor> input(size_t i, std::string_view name) const {
+    auto b = args_.get<xffi::AnyBuffer>(i);
+    if (!b.has_value()) return ops::operand_error(op_, name, "expected a buffer");
+    return to_tensor(op_, name, *b);
+  }
+  Expected<ops::Tensor> result(size_t i, std::string_view name) const {
+    auto r = rets_.get<xffi::AnyBuffer>(i);
+    if (!r.has_value()) return ops::operand_error(op_, name, "expected a buffer");
+    return to_tensor(op_, name, **r);
+  }
+
+  template <typename Visit>
+  Status attributes(Visit&& visit) const {
+    for (auto it = attrs_.begin(); it != attrs_.end(); ++it) {
+      JAX_AITER_RETURN_IF_ERROR(visit(*it, value(it)));
+    }
+    return {};
+  }
+  bool has_attribute(std::string_view name) const { return attrs_.contains(name); }
+
+ private:
+  // (By name: jaxlib 0.10's Dictionary::get by iterator does not compile for every type.)
+  template <typename T>
+  std::optional<T> get(const xffi::Dictionary::Iterator& it) const {
+    if (!attrs_.isa<T>(it)) return std::nullopt;
+    auto v = attrs_.get<T>(*it);
+    return v.has_value() ? std::optional<T>(*v) : std::nullopt;
+  }
+
+  AttrValue value(const xffi::Dictionary::Iterator& it) const {
+    if (auto f = get<float>(it)) return AttrValue::f32("F32", *f);
+    if (auto d = get<double>(it)) return AttrValue::f32("F64", *d);
+    if (auto i32 = get<int32_t>(it)) return AttrValue::i64("S32", *i32);
+    if (auto i64 = get<int64_t>(it)) return AttrValue::i64("S64", *i64);
+    if (auto b = get<bool>(it)) return AttrValue::boolean("PRED", *b);
+    if (auto s = get<std::string_view>(it)) return AttrValue::string("a string", *s);
+    return AttrValue::other("another XLA attribute type");
+  }
+
+  std::string_view op_;
+  const xffi::RemainingArgs& args_;
+  const xffi::RemainingRets& rets_;
+  const xffi::Dictionary& attrs_;
+};
 
 }  // namespace jax_aiter::ffi

@@ -1,15 +1,20 @@
-// ABI of our portable RMSNorm kernels (kernels_co/rmsnorm.kernel.cpp): the packed argument structs,
-// field by field as the kernels declare their parameters, and the module's kernel table.
+// ABI of our portable RMSNorm kernels (kernels_co/rmsnorm.kernel.cpp, code object "rmsnorm"): the
+// packed argument structs, field by field as the kernels declare their parameters, and the kernel
+// table, generated from the list the kernel source instantiates (kernels/shared/rmsnorm.h).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "jax_aiter/core/dtype.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/shared/rmsnorm.h"
 
 namespace jax_aiter::kernels {
+
+using rmsnorm::BwdRows;
 
 struct RmsNormFwdArgs {
   const void* x;
@@ -83,151 +88,111 @@ inline constexpr std::array kRmsNormDgammaFields{
     JAX_AITER_ARG_FIELD(RmsNormDgammaArgs, n),
 };
 
-// Which backward kernel a row takes (kernels_co/rmsnorm.kernel.cpp): its row in one block's
-// registers, split over the blocks of a thread-block cluster, or streamed through L2.
-enum class BwdRows : uint8_t { kInRegisters, kSplit, kStreamed };
+inline constexpr std::string_view kRmsNormCodeObject = "rmsnorm";
 
-// Facts of the kernels, kept in step with kernels_co/rmsnorm.kernel.cpp.
-struct RmsNormKernelFacts {
-  static constexpr int kChunksFwd = 2;         // vectors a thread keeps in registers per row
-  static constexpr int kChunksBwd = 2;         // (backward: dgamma terms per vector)
-  static constexpr int kMaxThreadsFwd = 1024;  // __launch_bounds__ of the forward kernels
-  static constexpr int kMaxThreadsBwd = 512;   // and of the backward kernels (all kinds)
-  // The split backward shares a row among the blocks of a thread-block cluster (CUDA): blocks of
-  // kSplitThreads threads, up to the portable cluster size.
-  static constexpr int kSplitThreads = 512;
-  static constexpr int kMaxSplit = 8;
-  static constexpr int kDgammaBlock = 1024;          // threads per block of the dgamma reduction
-  static constexpr int kDgammaColumns = 32;          // columns per block of the dgamma reduction
-  static constexpr int kWorkspaceHeaderBytes = 256;  // the backward workspace's header
-  // The fused forward stages its rows in shared memory when the launch gives it the bytes (CUDA,
-  // 16-byte vectors, rows in registers): at most what a launch may use without raising the
-  // kernel's attribute.
-  static constexpr int64_t kMaxStagedBytes = int64_t{48} << 10;
-};
-
-static_assert(RmsNormKernelFacts::kMaxSplit <= kMaxClusterSize,
-              "a split row's cluster must be one the backends measure at module load");
+static_assert(rmsnorm::kMaxSplit <= kMaxClusterSize,
+              "a split row's cluster must be one the backends measure");
 
 // Vector widths built per dtype: 16-byte accesses at most.
 constexpr int rmsnorm_max_vec(DType t) { return t == DType::kF32 ? 4 : 8; }
 
-namespace detail {
-constexpr KernelInfo fwd(std::string_view s) {
-  return {s, sizeof(RmsNormFwdArgs), kRmsNormFwdFields};
-}
-constexpr KernelInfo bwd(std::string_view s) {  // persistent launches (see ops/rmsnorm.hpp)
-  return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields, /*fill_device=*/true};
-}
-constexpr KernelInfo bwd_split(std::string_view s) {  // persistent, in clusters
-  return {s, sizeof(RmsNormBwdArgs), kRmsNormBwdFields, /*fill_device=*/true,
-          /*cluster_block=*/RmsNormKernelFacts::kSplitThreads};
-}
-constexpr KernelInfo dgamma(std::string_view s) {
-  return {s, sizeof(RmsNormDgammaArgs), kRmsNormDgammaFields};
-}
-}  // namespace detail
+namespace rmsnorm_detail {
 
-struct RmsNormModule {
-  static constexpr std::string_view kName = "rmsnorm";
-  // Order: 11 kernels of each kind (bf16 v1..v8, f16 v1..v8, f32 v1..v4): forward, fused forward,
-  // backward, backward of rows split over a cluster, backward of rows past the registers
-  // (streamed); then 3 reductions.
-  static constexpr std::array<KernelInfo, 58> kKernels{{
-      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v1"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v4"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_bf16_v8"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v1"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v4"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f16_v8"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v1"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_f32_v4"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v1"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v4"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_bf16_v8"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v1"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v4"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f16_v8"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f32_v1"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f32_v2"),
-      detail::fwd("jax_aiter_rmsnorm_fwd_add_f32_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v1"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_bf16_v8"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v1"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f16_v8"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v1"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_f32_v4"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v1"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v2"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v4"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_bf16_v8"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v1"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v2"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v4"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f16_v8"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f32_v1"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f32_v2"),
-      detail::bwd_split("jax_aiter_rmsnorm_bwd_split_f32_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v1"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_bf16_v8"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v1"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v4"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f16_v8"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f32_v1"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f32_v2"),
-      detail::bwd("jax_aiter_rmsnorm_bwd_streamed_f32_v4"),
-      detail::dgamma("jax_aiter_rmsnorm_dgamma_bf16"),
-      detail::dgamma("jax_aiter_rmsnorm_dgamma_f16"),
-      detail::dgamma("jax_aiter_rmsnorm_dgamma_f32"),
-  }};
+constexpr KernelInfo fwd(std::string_view symbol) {
+  return {kRmsNormCodeObject, symbol, sizeof(RmsNormFwdArgs), kRmsNormFwdFields};
+}
+constexpr KernelInfo bwd(std::string_view symbol) {  // persistent launches (see ops/rmsnorm.hpp)
+  return {kRmsNormCodeObject, symbol, sizeof(RmsNormBwdArgs), kRmsNormBwdFields,
+          /*fill_device=*/true};
+}
+constexpr KernelInfo bwd_split(std::string_view symbol) {  // persistent, in clusters
+  return {kRmsNormCodeObject,     symbol,
+          sizeof(RmsNormBwdArgs), kRmsNormBwdFields,
+          /*fill_device=*/true,   /*cluster_block=*/rmsnorm::kSplitThreads};
+}
+constexpr KernelInfo dgamma(std::string_view symbol) {
+  return {kRmsNormCodeObject, symbol, sizeof(RmsNormDgammaArgs), kRmsNormDgammaFields};
+}
 
-  static constexpr uint16_t dtype_slot(DType t) {
-    return t == DType::kBF16 ? 0 : t == DType::kF16 ? 1 : 2;
-  }
-  static constexpr uint16_t vec_slot(int vec) {
-    return vec == 1 ? 0 : vec == 2 ? 1 : vec == 4 ? 2 : 3;
-  }
-  // 11 kernels of each kind: bf16 and f16 at 1, 2, 4, 8 elements per access, f32 at 1, 2, 4.
-  static constexpr uint16_t by_vec(DType t, int vec) {
-    return static_cast<uint16_t>(dtype_slot(t) * 4 + vec_slot(vec));
-  }
-  static constexpr uint16_t fwd_kernel(DType t, int vec, bool fused) {
-    return static_cast<uint16_t>((fused ? 11 : 0) + by_vec(t, vec));
-  }
-  static constexpr uint16_t bwd_kernel(DType t, int vec, BwdRows rows) {
-    const int first = rows == BwdRows::kInRegisters ? 22 : rows == BwdRows::kSplit ? 33 : 44;
-    return static_cast<uint16_t>(first + by_vec(t, vec));
-  }
-  static constexpr uint16_t dgamma_kernel(DType t) {
-    return static_cast<uint16_t>(55 + dtype_slot(t));
-  }
+struct Variant {
+  DType dtype;
+  int vec;
 };
 
-static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kF32, 4, false)].symbol ==
-              "jax_aiter_rmsnorm_fwd_f32_v4");
-static_assert(RmsNormModule::kKernels[RmsNormModule::fwd_kernel(DType::kBF16, 1, true)].symbol ==
+// clang-format off
+#define JA_RMSNORM_VARIANT(tag, E, VEC) Variant{DType::k##E, VEC},
+#define JA_RMSNORM_FWD(tag, E, VEC) fwd("jax_aiter_rmsnorm_fwd_" #tag "_v" #VEC),
+#define JA_RMSNORM_FWD_ADD(tag, E, VEC) fwd("jax_aiter_rmsnorm_fwd_add_" #tag "_v" #VEC),
+#define JA_RMSNORM_BWD(tag, E, VEC) bwd("jax_aiter_rmsnorm_bwd_" #tag "_v" #VEC),
+#define JA_RMSNORM_BWD_SPLIT(tag, E, VEC) bwd_split("jax_aiter_rmsnorm_bwd_split_" #tag "_v" #VEC),
+#define JA_RMSNORM_BWD_STREAMED(tag, E, VEC) bwd("jax_aiter_rmsnorm_bwd_streamed_" #tag "_v" #VEC),
+#define JA_RMSNORM_DGAMMA(tag, E) dgamma("jax_aiter_rmsnorm_dgamma_" #tag),
+inline constexpr Variant kVariants[] = {JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_VARIANT)};
+inline constexpr KernelInfo kFwd[] = {JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_FWD)};
+inline constexpr KernelInfo kFwdAdd[] = {JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_FWD_ADD)};
+inline constexpr KernelInfo kBwd[] = {JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_BWD)};
+inline constexpr KernelInfo kBwdSplit[] = {JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_BWD_SPLIT)};
+inline constexpr KernelInfo kBwdStreamed[] = {JAX_AITER_RMSNORM_VARIANTS(JA_RMSNORM_BWD_STREAMED)};
+inline constexpr KernelInfo kDgamma[] = {JAX_AITER_RMSNORM_DTYPES(JA_RMSNORM_DGAMMA)};
+inline constexpr DType kDgammaDTypes[] = {DType::kBF16, DType::kF16, DType::kF32};
+#undef JA_RMSNORM_VARIANT
+#undef JA_RMSNORM_FWD
+#undef JA_RMSNORM_FWD_ADD
+#undef JA_RMSNORM_BWD
+#undef JA_RMSNORM_BWD_SPLIT
+#undef JA_RMSNORM_BWD_STREAMED
+#undef JA_RMSNORM_DGAMMA
+// clang-format on
+
+constexpr int variant(DType t, int vec) {
+  for (int i = 0; i < static_cast<int>(std::size(kVariants)); ++i) {
+    if (kVariants[i].dtype == t && kVariants[i].vec == vec) return i;
+  }
+  return -1;
+}
+
+}  // namespace rmsnorm_detail
+
+// The kernels, by what a plan asks for. dtype and vec must be a built variant (plans only ask for
+// bf16/f16/f32 at 1..rmsnorm_max_vec); the tables are static, so a kernel's address names it.
+constexpr const KernelInfo& rmsnorm_fwd_kernel(DType t, int vec, bool fused) {
+  const int i = rmsnorm_detail::variant(t, vec);
+  return fused ? rmsnorm_detail::kFwdAdd[i] : rmsnorm_detail::kFwd[i];
+}
+constexpr const KernelInfo& rmsnorm_bwd_kernel(DType t, int vec, BwdRows rows) {
+  const int i = rmsnorm_detail::variant(t, vec);
+  return rows == BwdRows::kInRegisters ? rmsnorm_detail::kBwd[i]
+         : rows == BwdRows::kSplit     ? rmsnorm_detail::kBwdSplit[i]
+                                       : rmsnorm_detail::kBwdStreamed[i];
+}
+constexpr const KernelInfo& rmsnorm_dgamma_kernel(DType t) {
+  return rmsnorm_detail::kDgamma[t == DType::kBF16 ? 0 : t == DType::kF16 ? 1 : 2];
+}
+
+// Every kernel of the code object, for tools and for tests that check them all.
+inline constexpr auto kRmsNormKernels = [] {
+  std::array<const KernelInfo*,
+             5 * std::size(rmsnorm_detail::kVariants) + std::size(rmsnorm_detail::kDgamma)>
+      all{};
+  size_t n = 0;
+  for (const auto* table : {rmsnorm_detail::kFwd, rmsnorm_detail::kFwdAdd, rmsnorm_detail::kBwd,
+                            rmsnorm_detail::kBwdSplit, rmsnorm_detail::kBwdStreamed}) {
+    for (size_t i = 0; i < std::size(rmsnorm_detail::kVariants); ++i) all[n++] = &table[i];
+  }
+  for (const KernelInfo& k : rmsnorm_detail::kDgamma) all[n++] = &k;
+  return all;
+}();
+
+static_assert(rmsnorm_fwd_kernel(DType::kF32, 4, false).symbol == "jax_aiter_rmsnorm_fwd_f32_v4");
+static_assert(rmsnorm_fwd_kernel(DType::kBF16, 1, true).symbol ==
               "jax_aiter_rmsnorm_fwd_add_bf16_v1");
-static_assert(
-    RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF16, 8, BwdRows::kInRegisters)]
-        .symbol == "jax_aiter_rmsnorm_bwd_f16_v8");
-static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kBF16, 4, BwdRows::kSplit)]
-                  .symbol == "jax_aiter_rmsnorm_bwd_split_bf16_v4");
-static_assert(RmsNormModule::kKernels[RmsNormModule::bwd_kernel(DType::kF32, 2, BwdRows::kStreamed)]
-                  .symbol == "jax_aiter_rmsnorm_bwd_streamed_f32_v2");
-static_assert(RmsNormModule::kKernels[RmsNormModule::dgamma_kernel(DType::kF32)].symbol ==
-              "jax_aiter_rmsnorm_dgamma_f32");
+static_assert(rmsnorm_bwd_kernel(DType::kF16, 8, BwdRows::kInRegisters).symbol ==
+              "jax_aiter_rmsnorm_bwd_f16_v8");
+static_assert(rmsnorm_bwd_kernel(DType::kBF16, 4, BwdRows::kSplit).symbol ==
+              "jax_aiter_rmsnorm_bwd_split_bf16_v4");
+static_assert(rmsnorm_bwd_kernel(DType::kF32, 2, BwdRows::kStreamed).symbol ==
+              "jax_aiter_rmsnorm_bwd_streamed_f32_v2");
+static_assert(rmsnorm_dgamma_kernel(DType::kF32).symbol == "jax_aiter_rmsnorm_dgamma_f32");
+static_assert(kRmsNormKernels.size() == 58);
 
 }  // namespace jax_aiter::kernels

@@ -20,8 +20,10 @@
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/status.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/core/verdict.hpp"
+#include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/kernels/rmsnorm.hpp"
+#include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 
 namespace jax_aiter::ops {
@@ -79,11 +81,11 @@ constexpr RowLayout rmsnorm_layout(int64_t n, int vec, int chunks, int max_threa
 constexpr uint32_t rmsnorm_fwd_shared_bytes(const Target& target, DType t, int64_t rows, int64_t n,
                                             const RowLayout& l, bool fused) {
   const auto elem = static_cast<int64_t>(size_bytes(t));
-  const bool cached = l.row_in_registers(n, kernels::RmsNormKernelFacts::kChunksFwd);
+  const bool cached = l.row_in_registers(n, kernels::rmsnorm::kChunksFwd);
   const int64_t bytes = 2 * int64_t{l.rows_per_block} * n * elem;
   const bool from_dram = rows * n * elem >= target.l2_bytes;
   if (!fused || target.backend != BackendKind::kCuda || l.vec * elem != 16 || !cached ||
-      !from_dram || bytes > kernels::RmsNormKernelFacts::kMaxStagedBytes) {
+      !from_dram || bytes > kernels::rmsnorm::kMaxStagedBytes) {
     return 0;
   }
   return static_cast<uint32_t>(bytes);
@@ -123,7 +125,7 @@ inline constexpr int64_t kRmsNormStreamedPartialBytes = int64_t{16} << 20;
 // relatively less beside f32's 12 bytes of DRAM traffic than beside bf16's 6. So f32 rows split
 // from 3 blocks up.
 constexpr int rmsnorm_bwd_split(const Target& target, DType t, int64_t vectors) {
-  using F = kernels::RmsNormKernelFacts;
+  namespace F = kernels::rmsnorm;
   if (target.backend != BackendKind::kCuda) return 0;
   const int64_t split = ceil_div(vectors, int64_t{F::kSplitThreads} * F::kChunksBwd);
   const int64_t fewest = t == DType::kF32 ? 3 : 2;
@@ -133,7 +135,7 @@ constexpr int rmsnorm_bwd_split(const Target& target, DType t, int64_t vectors) 
 // The layout of a split row: one row a block, its vectors shared equally among the blocks (threads
 // a whole number of warps, at most kSplitThreads).
 constexpr RowLayout rmsnorm_bwd_split_layout(int64_t vectors, int vec, int split, int warp) {
-  using F = kernels::RmsNormKernelFacts;
+  namespace F = kernels::rmsnorm;
   const int64_t threads = ceil_div(ceil_div(vectors, int64_t{split}), int64_t{F::kChunksBwd});
   return {vec,
           static_cast<int>(std::min<int64_t>(ceil_div(threads, warp) * warp, F::kSplitThreads)), 1};
@@ -142,13 +144,9 @@ constexpr RowLayout rmsnorm_bwd_split_layout(int64_t vectors, int vec, int split
 // Bytes of the workspace the backward needs: a header (the slot count used, read by the
 // reduction), then [slots, n] float32 partials.
 constexpr int64_t rmsnorm_bwd_workspace_bytes(int64_t rows, int64_t n) {
-  return kernels::RmsNormKernelFacts::kWorkspaceHeaderBytes +
+  return kernels::rmsnorm::kWorkspaceHeaderBytes +
          rmsnorm_bwd_max_slots(rows) * n * static_cast<int64_t>(sizeof(float));
 }
-
-struct RmsNormPlan {
-  kernels::LaunchSequence<2> launches;
-};
 
 namespace detail {
 
@@ -201,31 +199,19 @@ inline uintptr_t address_bits(std::initializer_list<const void*> ptrs) {
 
 }  // namespace detail
 
-// Forward; kFused selects rms_norm_with_add.
+// Forward; kFused selects rms_norm_with_add. One tier: AITER ships no RMSNorm ASM kernel, so our
+// portable kernels serve every arch.
 template <bool kFused>
-struct RmsNormForward {
-  static constexpr std::string_view kName = kFused ? "aiter.rms_norm_with_add" : "aiter.rms_norm";
-  using Module = kernels::RmsNormModule;
-  using Plan = RmsNormPlan;
+struct RmsNormForward;
 
-  struct Params {
-    Tensor x, gamma, y;
-    Tensor residual, residual_out;  // kFused only
-    float epsilon = 1e-6f;
-  };
+template <bool kFused>
+struct RmsNormForwardPortable {
+  static constexpr std::string_view kName = "portable";
+  using Params = typename RmsNormForward<kFused>::Params;
 
-  static Status validate(const Params& p, const Target& /*target*/) {
-    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, "x", p.x));
-    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x));
-    JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
-    if constexpr (kFused) {
-      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual", p.residual, p.x, "x"));
-      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual_out", p.residual_out, p.x, "x"));
-    }
-    return expect_like(kName, "y", p.y, p.x, "x");
-  }
+  static Verdict supports(const Params&, const Target&) { return Verdict::yes(); }
 
-  static Plan plan(const Params& p, const Target& target) {
+  static void plan(const Params& p, const Target& target, kernels::Plan& plan) {
     const int64_t n = p.x.last();
     const int64_t rows = p.x.elements() / n;
     const void* residual = kFused ? p.residual.data : nullptr;
@@ -233,8 +219,8 @@ struct RmsNormForward {
     const int vec = rmsnorm_vec(
         n, p.x.dtype,
         detail::address_bits({p.x.data, p.gamma.data, p.y.data, residual, residual_out}));
-    const RowLayout l = rmsnorm_layout(n, vec, kernels::RmsNormKernelFacts::kChunksFwd,
-                                       kernels::RmsNormKernelFacts::kMaxThreadsFwd, target.warp());
+    const RowLayout l = rmsnorm_layout(n, vec, kernels::rmsnorm::kChunksFwd,
+                                       kernels::rmsnorm::kMaxThreadsFwd, target.warp());
     kernels::RmsNormFwdArgs args{p.x.data,
                                  residual,
                                  p.gamma.data,
@@ -245,73 +231,63 @@ struct RmsNormForward {
                                  p.epsilon,
                                  l.rows_per_block,
                                  l.threads_per_row};
-    Plan plan;
-    plan.launches.add(Module::fwd_kernel(p.x.dtype, vec, kFused),
-                      {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
-                      {static_cast<uint32_t>(l.block_threads()), 1, 1}, args,
-                      rmsnorm_fwd_shared_bytes(target, p.x.dtype, rows, n, l, kFused));
-    return plan;
+    plan.launch(kernels::rmsnorm_fwd_kernel(p.x.dtype, vec, kFused),
+                {static_cast<uint32_t>(ceil_div(rows, l.rows_per_block)), 1, 1},
+                {static_cast<uint32_t>(l.block_threads()), 1, 1}, args,
+                rmsnorm_fwd_shared_bytes(target, p.x.dtype, rows, n, l, kFused));
+  }
+};
+
+template <bool kFused>
+struct RmsNormForward {
+  static constexpr std::string_view kName = kFused ? "aiter.rms_norm_with_add" : "aiter.rms_norm";
+
+  struct Params {
+    Tensor x, gamma, y;
+    Tensor residual, residual_out;  // kFused only
+    float epsilon = 1e-6f;
+    Dispatch dispatch;
+  };
+  using Tiers = std::tuple<RmsNormForwardPortable<kFused>>;
+
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, "x", p.x));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
+    if constexpr (kFused) {
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual", p.residual, p.x, "x"));
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual_out", p.residual_out, p.x, "x"));
+    }
+    return expect_like(kName, "y", p.y, p.x, "x");
   }
 };
 
 // Backward; kFused adds the gradient that reached residual_out directly (dresidual) into dx.
 template <bool kFused>
-struct RmsNormBackward {
-  static constexpr std::string_view kName =
-      kFused ? "aiter.rms_norm_with_add_bwd" : "aiter.rms_norm_bwd";
-  using Module = kernels::RmsNormModule;
-  using Plan = RmsNormPlan;
+struct RmsNormBackward;
 
-  struct Params {
-    Tensor dy, x, gamma;
-    Tensor dresidual;  // kFused only
-    Tensor dx, dgamma, workspace;
-    float epsilon = 1e-6f;
-  };
+template <bool kFused>
+struct RmsNormBackwardPortable {
+  static constexpr std::string_view kName = "portable";
+  using Params = typename RmsNormBackward<kFused>::Params;
 
-  // The fused backward's x is the forward's residual_out: errors use the name the caller knows.
-  static constexpr std::string_view kXName = kFused ? "residual_out" : "x";
+  static Verdict supports(const Params&, const Target&) { return Verdict::yes(); }
 
-  static Status validate(const Params& p, const Target& /*target*/) {
-    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, kXName, p.x));
-    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dy", p.dy, p.x, kXName));
-    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x, kXName));
-    JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
-    if constexpr (kFused) {
-      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dresidual", p.dresidual, p.x, kXName));
-    }
-    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dx", p.dx, p.x, kXName));
-    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dgamma", p.dgamma, p.gamma, "gamma"));
-    const int64_t n = p.x.last();
-    const int64_t need = rmsnorm_bwd_workspace_bytes(p.x.elements() / n, n);
-    if (p.workspace.bytes() < need || p.workspace.data == nullptr) {
-      return operand_error(
-          kName, "workspace",
-          StrCat("expected at least ", need, " bytes (rms_norm_bwd_workspace_bytes), got ",
-                 p.workspace.bytes()));
-    }
-    if (reinterpret_cast<uintptr_t>(p.workspace.data) % 16 != 0) {
-      return operand_error(kName, "workspace",
-                           StrCat("expected a 16-byte aligned buffer, got address ",
-                                  reinterpret_cast<uintptr_t>(p.workspace.data)));
-    }
-    return {};
-  }
-
-  static Plan plan(const Params& p, const Target& target) {
+  static void plan(const Params& p, const Target& target, kernels::Plan& plan) {
     const int64_t n = p.x.last();
     const int64_t rows = p.x.elements() / n;
     const int64_t max_slots = rmsnorm_bwd_max_slots(rows);
+    plan.workspace.add("partials", rmsnorm_bwd_workspace_bytes(rows, n));
+    void* workspace = plan.piece(0);
     const void* dresidual = kFused ? p.dresidual.data : nullptr;
     int v = rmsnorm_vec(
         n, p.x.dtype,
         detail::address_bits({p.dy.data, p.x.data, p.gamma.data, dresidual, p.dx.data}));
     // The float32 partials move v at a time too: the workspace must be aligned to that.
-    while (v > 1 &&
-           reinterpret_cast<uintptr_t>(p.workspace.data) % (static_cast<uintptr_t>(v) * 4) != 0) {
+    while (v > 1 && reinterpret_cast<uintptr_t>(workspace) % (static_cast<uintptr_t>(v) * 4) != 0) {
       v /= 2;
     }
-    using F = kernels::RmsNormKernelFacts;
+    namespace F = kernels::rmsnorm;
     using kernels::BwdRows;
     RowLayout l = rmsnorm_layout(n, v, F::kChunksBwd, F::kMaxThreadsBwd, target.warp());
     const bool in_registers = l.row_in_registers(n, F::kChunksBwd);
@@ -333,26 +309,60 @@ struct RmsNormBackward {
                                  p.gamma.data,
                                  dresidual,
                                  p.dx.data,
-                                 p.workspace.data,
+                                 workspace,
                                  static_cast<int32_t>(rows),
                                  static_cast<int32_t>(n),
                                  p.epsilon,
                                  l.rows_per_block,
                                  l.threads_per_row,
                                  static_cast<int32_t>(max_slots)};
-    kernels::RmsNormDgammaArgs reduce{p.workspace.data, p.dgamma.data, static_cast<int32_t>(n)};
-    constexpr int kReduceBlock = F::kDgammaBlock;
-    constexpr int kReduceColumns = F::kDgammaColumns;
-    Plan plan;
-    kernels::Launch& rows_pass = plan.launches.add(
-        Module::bwd_kernel(p.x.dtype, v, kind), {static_cast<uint32_t>(blocks), 1, 1},
+    kernels::RmsNormDgammaArgs reduce{workspace, p.dgamma.data, static_cast<int32_t>(n)};
+    kernels::Launch& rows_pass = plan.launch(
+        kernels::rmsnorm_bwd_kernel(p.x.dtype, v, kind), {static_cast<uint32_t>(blocks), 1, 1},
         {static_cast<uint32_t>(l.block_threads()), 1, 1}, args);
     rows_pass.fill_device = true;
     if (kind == BwdRows::kSplit) rows_pass.cluster = static_cast<uint8_t>(split);
-    plan.launches.add(Module::dgamma_kernel(p.x.dtype),
-                      {static_cast<uint32_t>(ceil_div(n, kReduceColumns)), 1, 1},
-                      {kReduceBlock, 1, 1}, reduce);
-    return plan;
+    plan.launch(kernels::rmsnorm_dgamma_kernel(p.x.dtype),
+                {static_cast<uint32_t>(ceil_div(n, F::kDgammaColumns)), 1, 1},
+                {F::kDgammaBlock, 1, 1}, reduce);
+    plan.note("max_slots", max_slots);
+    if (split > 0) plan.note("cluster", split);
+  }
+};
+
+template <bool kFused>
+struct RmsNormBackward {
+  static constexpr std::string_view kName =
+      kFused ? "aiter.rms_norm_with_add_bwd" : "aiter.rms_norm_bwd";
+
+  struct Params {
+    Tensor dy, x, gamma;
+    Tensor dresidual;  // kFused only
+    Tensor dx, dgamma, workspace;
+    float epsilon = 1e-6f;
+    Dispatch dispatch;
+  };
+  using Tiers = std::tuple<RmsNormBackwardPortable<kFused>>;
+
+  // The fused backward's x is the forward's residual_out: errors use the name the caller knows.
+  static constexpr std::string_view kXName = kFused ? "residual_out" : "x";
+
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(detail::check_input(kName, kXName, p.x));
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dy", p.dy, p.x, kXName));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_gamma(kName, "gamma", p.gamma, p.x, kXName));
+    JAX_AITER_RETURN_IF_ERROR(detail::check_epsilon(kName, p.epsilon));
+    if constexpr (kFused) {
+      JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dresidual", p.dresidual, p.x, kXName));
+    }
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dx", p.dx, p.x, kXName));
+    return expect_like(kName, "dgamma", p.dgamma, p.gamma, "gamma");
+  }
+
+  // The workspace output Python sizes at trace time (before any device is known).
+  static int64_t workspace_bytes(const Params& p) {
+    const int64_t n = p.x.last();
+    return n > 0 ? rmsnorm_bwd_workspace_bytes(p.x.elements() / n, n) : 0;
   }
 };
 

@@ -2,8 +2,11 @@
 // buffers, or by hand in tests; validate() checks them with messages that name the operand.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,6 +22,17 @@ struct Tensor {
   DType dtype = DType::kF32;
   int rank = 0;
   std::array<int64_t, kMaxRank> dims{};
+
+  // A tensor over `data`. Callers refuse ranks above kMaxRank first (the FFI layer does, with a
+  // message); here the dims past it would be dropped.
+  static constexpr Tensor over(void* data, DType dtype, std::span<const int64_t> shape) {
+    Tensor t{data, dtype, static_cast<int>(std::min<size_t>(shape.size(), kMaxRank))};
+    for (int i = 0; i < t.rank; ++i) t.dims[i] = shape[i];
+    return t;
+  }
+  static constexpr Tensor over(void* data, DType dtype, std::initializer_list<int64_t> shape) {
+    return over(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()));
+  }
 
   constexpr int64_t elements() const {
     int64_t e = 1;

@@ -3,8 +3,10 @@
 // The kernarg check (kernarg_check.hpp) compares it with our argument structs before a launch.
 //
 // Input is untrusted bytes (an embedded blob, a user's AITER checkout): every offset is checked
-// against the buffer, msgpack sizes are capped by the payload length, and no exception leaves
-// read_code_object(); truncated or garbage input yields an error, never a crash.
+// against the buffer, msgpack sizes are capped by the payload length, nothing is reserved from a
+// declared length (memory grows with what actually decodes, so it stays proportional to the bytes
+// present), and no exception leaves read_code_object(); truncated or garbage input yields an
+// error, never a crash.
 // Format references: the ELF64 gABI and LLVM's AMDGPUUsage ("Code Object V3+ Metadata").
 #pragma once
 
@@ -290,7 +292,8 @@ inline Status decode_kernel(const msgpack::object& obj, size_t index, KernelMeta
   if (args == nullptr) return Status::Ok();  // a kernel without arguments may omit .args
   if (args->type != msgpack::type::ARRAY)
     return data_loss("metadata: ", where, ": .args is not an array");
-  k->args.reserve(args->via.array.size);
+  // No reservation from the declared length: it is the untrusted part. The vector grows with the
+  // arguments actually decoded.
   for (uint32_t i = 0; i < args->via.array.size; ++i) {
     const msgpack::object& a = args->via.array.ptr[i];
     const std::string at = StrCat(where, ": argument ", i);
@@ -325,9 +328,11 @@ inline Status decode_metadata(std::span<const std::byte> payload, CodeObjectInfo
   if (kernels == nullptr) return data_loss("metadata: amdhsa.kernels is missing");
   if (kernels->type != msgpack::type::ARRAY)
     return data_loss("metadata: amdhsa.kernels is not an array");
-  info->kernels.resize(kernels->via.array.size);
+  // Grown one decoded kernel at a time, never sized from the declared length.
   for (uint32_t i = 0; i < kernels->via.array.size; ++i) {
-    JAX_AITER_RETURN_IF_ERROR(decode_kernel(kernels->via.array.ptr[i], i, &info->kernels[i]));
+    KernelMetadata k;
+    JAX_AITER_RETURN_IF_ERROR(decode_kernel(kernels->via.array.ptr[i], i, &k));
+    info->kernels.push_back(std::move(k));
   }
   return Status::Ok();
 }

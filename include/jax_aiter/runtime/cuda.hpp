@@ -1,36 +1,42 @@
-// The NVIDIA backend, on the CUDA driver API: loads the embedded sm_90 cubin of a module once per
-// device into the device's primary context (the one XLA uses) and launches with one packed
+// The NVIDIA backend, on the CUDA driver API: resolves a kernel on first use by loading its code
+// object's sm_90 cubin (ours, or the ABI twin standing in for an AITER code object) once per device
+// into the device's primary context (the one XLA uses), checking the cubin's parameters against our
+// struct, and measuring its occupancy if it is launched fill_device. Launches with one packed
 // argument buffer, exactly as the HIP backend does on AMD. Runs the whole path on a real GPU.
 #pragma once
 
 #include <cuda.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/status.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/runtime/backend.hpp"
-#include "jax_aiter/runtime/embedded.hpp"
-#include "jax_aiter/runtime/module_cache.hpp"
+#include "jax_aiter/runtime/code_objects.hpp"
+#include "jax_aiter/runtime/device_cache.hpp"
 #include "jax_aiter/runtime/occupancy.hpp"
 
 namespace jax_aiter::runtime {
 
 struct Cuda {
   static constexpr BackendKind kKind = BackendKind::kCuda;
-  // Execute issues nothing but cuLaunchKernelEx on XLA's stream with XLA-owned buffers.
+  // Execute issues nothing but cuLaunchKernelEx and cuMemsetD32Async on XLA's stream with
+  // XLA-owned buffers.
   static constexpr bool kCommandBufferCompatible = true;
   using Stream = CUstream;
 
-  struct LoadedModule {
-    CUmodule module = nullptr;
-    std::vector<CUfunction> functions;  // indexed like the module's kernel table
-    // Bytes of each kernel's parameters as the cubin declares them: the driver wants exactly that
+  struct Kernel {
+    Status status;
+    CUfunction function = nullptr;
+    // Bytes of the kernel's parameters as the cubin declares them: the driver wants exactly that
     // size with CU_LAUNCH_PARAM_BUFFER_SIZE (our struct may carry tail padding beyond it).
-    std::vector<size_t> param_bytes;
-    Occupancy occupancy;  // sizes fill_device launches
+    size_t param_bytes = 0;
+    KernelOccupancy occupancy;  // sizes fill_device launches
   };
 
   static Status error(CUresult r, std::string_view what) {
@@ -43,9 +49,8 @@ struct Cuda {
   }
 
   static Expected<Target> target(int device) {
-    static PerDeviceCache<Target> cache;
-    static const int tag = 0;
-    auto t = cache.get_or_load(device, &tag, [device]() -> Expected<Target> {
+    static PerDeviceCache<int, Expected<Target>> cache;
+    return cache.get_or_load(device, 0, [device]() -> Expected<Target> {
       if (CUresult r = cuInit(0); r != CUDA_SUCCESS) return error(r, "cuInit");
       CUdevice dev;
       if (CUresult r = cuDeviceGet(&dev, device); r != CUDA_SUCCESS) return error(r, "cuDeviceGet");
@@ -58,45 +63,53 @@ struct Cuda {
       if (!arch) return arch.status();
       return Target{BackendKind::kCuda, *arch, sms, l2};
     });
-    if (!t) return t.status();
-    return **t;
   }
 
-  template <Module M>
-  static Expected<const LoadedModule*> module(int device) {
-    static PerDeviceCache<LoadedModule> cache;
-    return cache.get_or_load(device, module_tag<M>(), [device]() { return load<M>(device); });
+  static const Kernel& resolve(int device, const kernels::KernelInfo& info) {
+    return kernels_.get_or_load(device, &info, [&]() { return load_kernel(device, info); });
   }
 
-  template <Module M>
-  static Status prepare(int device) {
-    return module<M>(device).status();
-  }
+  // Kernels and code objects resolved on a device so far (for tests of the caches).
+  static size_t resolved_kernels(int device) { return kernels_.size(device); }
+  static size_t loaded_modules(int device) { return modules_.size(device); }
 
-  template <Module M>
-  static Status launch(int device, Stream stream, const kernels::Launch& l) {
-    auto m = module<M>(device);
-    if (!m) return m.status();
-    auto grid = (*m)->occupancy.grid(l);
+  static Status launch(int /*device*/, Stream stream, const Kernel& k, const kernels::Launch& l) {
+    auto grid = k.occupancy.grid(l);
     if (!grid) return grid.status();
-    size_t size = (*m)->param_bytes[l.kernel];
+    size_t size = k.param_bytes;
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-    CUfunction f = (*m)->functions[l.kernel];
     // Every launch may start while the stream's previous kernel finishes (programmatic dependent
-    // launch): our kernels wait for it (griddepcontrol.wait) before touching memory. H100: the
-    // chain of 200 small calls 2.26-2.28 -> 2.09-2.11 us a step on the device, the backward's two
-    // launches 0.7 % faster; big forwards unchanged.
+    // launch): our kernels wait for it (griddepcontrol.wait) before touching memory. H100 numbers
+    // in benchmarks/gpu/NOTES.md.
     CUlaunchAttribute attrs[2] = {programmatic_attribute(), {}};
     unsigned count = 1;
     if (l.cluster > 1) attrs[count++] = cluster_attribute(l.cluster);
     CUlaunchConfig config = launch_config(*grid, l.block, l.shared_bytes, stream, attrs, count);
-    CUresult r = cuLaunchKernelEx(&config, f, nullptr, extra);
-    if (r != CUDA_SUCCESS) return error(r, StrCat("launch of ", M::kKernels[l.kernel].symbol));
+    CUresult r = cuLaunchKernelEx(&config, k.function, nullptr, extra);
+    if (r != CUDA_SUCCESS) return error(r, StrCat("launch of ", l.kernel->symbol));
+    return {};
+  }
+
+  static Status memset(int /*device*/, Stream stream, const kernels::Memset& m) {
+    if (m.bytes % 4 != 0 || reinterpret_cast<uintptr_t>(m.dst) % 4 != 0) {
+      return Internal(StrCat("jax_aiter: memset of ", m.what, ": ", m.bytes,
+                             " bytes at a 4-byte pattern needs 4-byte size and alignment"));
+    }
+    CUresult r =
+        cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(m.dst), m.value, m.bytes / 4, stream);
+    if (r != CUDA_SUCCESS) return error(r, StrCat("memset of ", m.what));
     return {};
   }
 
  private:
+  struct Module {
+    Status status;
+    CUmodule module = nullptr;
+  };
+  static inline PerDeviceCache<const std::byte*, Module> modules_;
+  static inline PerDeviceCache<const kernels::KernelInfo*, Kernel> kernels_;
+
   static CUlaunchAttribute cluster_attribute(int blocks) {
     CUlaunchAttribute a{};
     a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -127,15 +140,9 @@ struct Cuda {
     return c;
   }
 
-  template <Module M>
-  static Expected<LoadedModule> load(int device) {
-    auto t = target(device);
-    if (!t) return t.status();
-    const EmbeddedCodeObject* blob = EmbeddedRegistry::find(M::kName, name(t->arch));
-    if (blob == nullptr) {
-      return NotFound(StrCat("jax_aiter: no embedded code object '", M::kName, "' for ",
-                             name(t->arch), " (was jax_aiter_embed_kernels called with it?)"));
-    }
+  // Runs fn with the device's primary context current (the context XLA launches in).
+  template <typename Fn>
+  static Status in_primary_context(int device, Fn&& fn) {
     CUdevice dev;
     CUcontext ctx;
     if (CUresult r = cuDeviceGet(&dev, device); r != CUDA_SUCCESS) return error(r, "cuDeviceGet");
@@ -143,74 +150,116 @@ struct Cuda {
       return error(r, "cuDevicePrimaryCtxRetain");
     }
     if (CUresult r = cuCtxPushCurrent(ctx); r != CUDA_SUCCESS) return error(r, "cuCtxPushCurrent");
-    LoadedModule out;
-    out.occupancy = Occupancy(t->compute_units);
-    Status st = [&]() -> Status {
-      if (CUresult r = cuModuleLoadData(&out.module, blob->bytes.data()); r != CUDA_SUCCESS) {
-        return error(r, StrCat("cuModuleLoadData(", M::kName, ")"));
-      }
-      for (const kernels::KernelInfo& k : M::kKernels) {
-        CUfunction f;
-        const std::string symbol(k.symbol);
-        if (CUresult r = cuModuleGetFunction(&f, out.module, symbol.c_str()); r != CUDA_SUCCESS) {
-          return error(r, StrCat("cuModuleGetFunction(", symbol, ")"));
-        }
-        auto bytes = check_parameters(f, k);
-        if (!bytes) return bytes.status();
-        out.functions.push_back(f);
-        out.param_bytes.push_back(*bytes);
-        auto blocks_per_sm = [&](int threads) -> Expected<int> {
-          int blocks = 0;
-          CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
-          // A block size the kernel cannot run at (beyond its launch bounds) holds none.
-          if (r == CUDA_ERROR_INVALID_VALUE) return 0;
-          if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-          return blocks;
-        };
-        auto clusters_on_device = [&](int threads, int size) -> Expected<int> {
-          CUlaunchAttribute cluster = cluster_attribute(size);
-          const kernels::Dim3 grid{static_cast<uint32_t>(size), 1, 1};
-          const kernels::Dim3 block{static_cast<uint32_t>(threads), 1, 1};
-          CUlaunchConfig config = launch_config(grid, block, 0, nullptr, &cluster, 1);
-          int clusters = 0;
-          CUresult r = cuOccupancyMaxActiveClusters(&clusters, f, &config);
-          if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CLUSTER_SIZE) return 0;
-          if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveClusters");
-          return clusters;
-        };
-        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel(k, blocks_per_sm, clusters_on_device));
-      }
-      return {};
-    }();
+    Status st = fn();
     CUcontext popped;
     cuCtxPopCurrent(&popped);
-    if (!st.ok()) return st;
-    return out;
+    return st;
   }
 
-  // The cubin records each parameter's offset and size: they must be our struct's fields, in order.
-  // Returns the end of the last parameter.
+  static const Module& module(int device, const CodeObject& co) {
+    return modules_.get_or_load(device, co.bytes.data(), [&]() {
+      Module m;
+      m.status = in_primary_context(device, [&]() -> Status {
+        if (CUresult r = cuModuleLoadData(&m.module, co.bytes.data()); r != CUDA_SUCCESS) {
+          return error(r, StrCat("cuModuleLoadData(", co.name, ", ", co.origin, ")"));
+        }
+        return {};
+      });
+      return m;
+    });
+  }
+
+  static Kernel load_kernel(int device, const kernels::KernelInfo& info) {
+    Kernel k;
+    auto t = target(device);
+    if (!t) {
+      k.status = t.status();
+      return k;
+    }
+    auto co = CodeObjects::find(info.code_object, name(t->arch));
+    if (!co) {
+      k.status = co.status();
+      return k;
+    }
+    const Module& m = module(device, *co);
+    if (!m.status.ok()) {
+      k.status = m.status;
+      return k;
+    }
+    k.status = in_primary_context(device, [&]() -> Status {
+      const std::string symbol(info.symbol);
+      if (CUresult r = cuModuleGetFunction(&k.function, m.module, symbol.c_str());
+          r != CUDA_SUCCESS) {
+        return error(r, StrCat("cuModuleGetFunction(", symbol, ") in ", info.code_object));
+      }
+      auto bytes = check_parameters(k.function, info);
+      if (!bytes) return bytes.status();
+      k.param_bytes = *bytes;
+      CUfunction f = k.function;
+      auto blocks_per_sm = [&](int threads) -> Expected<int> {
+        int blocks = 0;
+        CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
+        // A block size the kernel cannot run at (beyond its launch bounds) holds none.
+        if (r == CUDA_ERROR_INVALID_VALUE) return 0;
+        if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        return blocks;
+      };
+      auto clusters_on_device = [&](int threads, int size) -> Expected<int> {
+        CUlaunchAttribute cluster = cluster_attribute(size);
+        const kernels::Dim3 grid{static_cast<uint32_t>(size), 1, 1};
+        const kernels::Dim3 block{static_cast<uint32_t>(threads), 1, 1};
+        CUlaunchConfig config = launch_config(grid, block, 0, nullptr, &cluster, 1);
+        int clusters = 0;
+        CUresult r = cuOccupancyMaxActiveClusters(&clusters, f, &config);
+        if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CLUSTER_SIZE) return 0;
+        if (r != CUDA_SUCCESS) return error(r, "cuOccupancyMaxActiveClusters");
+        return clusters;
+      };
+      auto occupancy =
+          KernelOccupancy::measure(info, t->compute_units, blocks_per_sm, clusters_on_device);
+      if (!occupancy) return occupancy.status();
+      k.occupancy = *occupancy;
+      return {};
+    });
+    return k;
+  }
+
+  // The cubin records each parameter's offset and size. Every field of our struct inside the
+  // parameters' extent must be one of them, exactly; other parameters must lie between fields (the
+  // pad slots of AITER's ABI, which its twins declare as parameters of their own). Fields past the
+  // last parameter are fine: the kernel never reads them (AITER's pf3 BF16 GEMM kernels end before
+  // ptr_semaphore). Returns the end of the last parameter.
   static Expected<size_t> check_parameters(CUfunction f, const kernels::KernelInfo& k) {
     size_t end = 0;
-    for (size_t i = 0; i <= k.fields.size(); ++i) {
+    uint64_t matched = 0;  // bit i: field i is a parameter
+    static_assert(sizeof(matched) * 8 >= 64);
+    if (k.fields.size() > 64) return Internal("jax_aiter: more than 64 argument fields");
+    for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
       CUresult r = cuFuncGetParamInfo(f, i, &offset, &size);
-      if (i == k.fields.size()) {
-        if (r == CUDA_SUCCESS) {
-          return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " takes more than ",
-                                           k.fields.size(), " parameters"));
-        }
-        break;
-      }
+      if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
       if (r != CUDA_SUCCESS) return error(r, StrCat("cuFuncGetParamInfo(", k.symbol, ")"));
-      const kernels::ArgField& field = k.fields[i];
-      if (offset != field.offset || size != field.size) {
-        return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " parameter ", i, " (",
-                                         field.name, "): cubin has offset ", offset, " size ", size,
-                                         ", our struct has offset ", field.offset, " size ",
-                                         field.size));
+      for (size_t j = 0; j < k.fields.size(); ++j) {
+        const kernels::ArgField& field = k.fields[j];
+        const bool overlaps = offset < field.offset + field.size && field.offset < offset + size;
+        if (!overlaps) continue;
+        if (field.offset != offset || field.size != size) {
+          return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " parameter ", i,
+                                           " (offset ", offset, ", size ", size,
+                                           ") is not our field ", field.name, " (offset ",
+                                           field.offset, ", size ", field.size, ")"));
+        }
+        matched |= uint64_t{1} << j;
       }
-      end = offset + size;
+      end = std::max(end, offset + size);
+    }
+    for (size_t j = 0; j < k.fields.size(); ++j) {
+      const kernels::ArgField& field = k.fields[j];
+      if (field.offset + field.size <= end && !((matched >> j) & 1u)) {
+        return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol,
+                                         " has no parameter at our field ", field.name, " (offset ",
+                                         field.offset, ", size ", field.size, ")"));
+      }
     }
     if (end > k.args_size) {
       return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " takes ", end,

@@ -1,7 +1,9 @@
-// The AMD backend (the target): loads an embedded code object once per device, checks every
-// kernel's declared arguments against our struct before its first launch, and launches with one
-// packed argument buffer (HIP_LAUNCH_PARAM_BUFFER_POINTER), as AITER's own loader does.
-// Compiled in CI against Debian's libamdhip64-dev; never run here (no AMD GPU).
+// The AMD backend (the target): resolves a kernel on first use by finding its code object (AITER's,
+// ours, or an ABI twin: runtime/code_objects.hpp), checking the kernel's declared arguments against
+// our struct before anything is loaded, loading the code object once per device, and measuring
+// occupancy if it is launched fill_device. Launches with one packed argument buffer
+// (HIP_LAUNCH_PARAM_BUFFER_POINTER), as AITER's own loader does. Compiled in CI against Debian's
+// libamdhip64-dev; never run here (no AMD GPU).
 #pragma once
 
 #ifndef __HIP_PLATFORM_AMD__
@@ -9,31 +11,34 @@
 #endif
 #include <hip/hip_runtime_api.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/status.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/runtime/backend.hpp"
 #include "jax_aiter/runtime/code_object.hpp"
-#include "jax_aiter/runtime/embedded.hpp"
+#include "jax_aiter/runtime/code_objects.hpp"
+#include "jax_aiter/runtime/device_cache.hpp"
 #include "jax_aiter/runtime/kernarg_check.hpp"
-#include "jax_aiter/runtime/module_cache.hpp"
 #include "jax_aiter/runtime/occupancy.hpp"
 
 namespace jax_aiter::runtime {
 
 struct Hip {
   static constexpr BackendKind kKind = BackendKind::kHip;
-  // Execute issues nothing but hipModuleLaunchKernel on XLA's stream with XLA-owned buffers.
+  // Execute issues nothing but hipModuleLaunchKernel and hipMemsetD32Async on XLA's stream with
+  // XLA-owned buffers.
   static constexpr bool kCommandBufferCompatible = true;
   using Stream = hipStream_t;
 
-  struct LoadedModule {
-    hipModule_t module = nullptr;
-    std::vector<hipFunction_t> functions;  // indexed like the module's kernel table
-    Occupancy occupancy;                   // sizes fill_device launches
+  struct Kernel {
+    Status status;
+    hipFunction_t function = nullptr;
+    KernelOccupancy occupancy;  // sizes fill_device launches
   };
 
   static Status error(hipError_t e, std::string_view what) {
@@ -42,9 +47,8 @@ struct Hip {
   }
 
   static Expected<Target> target(int device) {
-    static PerDeviceCache<Target> cache;
-    static const int tag = 0;
-    auto t = cache.get_or_load(device, &tag, [device]() -> Expected<Target> {
+    static PerDeviceCache<int, Expected<Target>> cache;
+    return cache.get_or_load(device, 0, [device]() -> Expected<Target> {
       hipDeviceProp_t prop;
       if (hipError_t e = hipGetDeviceProperties(&prop, device); e != hipSuccess) {
         return error(e, StrCat("hipGetDeviceProperties(", device, ")"));
@@ -53,90 +57,123 @@ struct Hip {
       if (!arch) return arch.status();
       return Target{BackendKind::kHip, *arch, prop.multiProcessorCount, prop.l2CacheSize};
     });
-    if (!t) return t.status();
-    return **t;
   }
 
-  template <Module M>
-  static Expected<const LoadedModule*> module(int device) {
-    static PerDeviceCache<LoadedModule> cache;
-    return cache.get_or_load(device, module_tag<M>(), [device]() { return load<M>(device); });
+  static const Kernel& resolve(int device, const kernels::KernelInfo& info) {
+    return kernels_.get_or_load(device, &info, [&]() { return load_kernel(device, info); });
   }
 
-  template <Module M>
-  static Status prepare(int device) {
-    return module<M>(device).status();
-  }
-
-  template <Module M>
-  static Status launch(int device, Stream stream, const kernels::Launch& l) {
-    auto m = module<M>(device);
-    if (!m) return m.status();
-    // A cluster launch is refused here: HIP measures no clusters, so the occupancy table has none.
-    auto grid = (*m)->occupancy.grid(l);
+  static Status launch(int /*device*/, Stream stream, const Kernel& k, const kernels::Launch& l) {
+    // A cluster launch is refused here: HIP measures no clusters.
+    auto grid = k.occupancy.grid(l);
     if (!grid) return grid.status();
+    // HIP ignores this size and copies every argument the kernel's metadata declares from
+    // args + offset (which the resolve-time check proved our struct covers).
     size_t size = l.args.size;
     void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
                      HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
     hipError_t e =
-        hipModuleLaunchKernel((*m)->functions[l.kernel], grid->x, grid->y, grid->z, l.block.x,
-                              l.block.y, l.block.z, l.shared_bytes, stream, nullptr, extra);
-    if (e != hipSuccess) return error(e, StrCat("launch of ", M::kKernels[l.kernel].symbol));
+        hipModuleLaunchKernel(k.function, grid->x, grid->y, grid->z, l.block.x, l.block.y,
+                              l.block.z, l.shared_bytes, stream, nullptr, extra);
+    if (e != hipSuccess) return error(e, StrCat("launch of ", l.kernel->symbol));
+    return {};
+  }
+
+  static Status memset(int /*device*/, Stream stream, const kernels::Memset& m) {
+    if (m.bytes % 4 != 0 || reinterpret_cast<uintptr_t>(m.dst) % 4 != 0) {
+      return Internal(StrCat("jax_aiter: memset of ", m.what, ": ", m.bytes,
+                             " bytes at a 4-byte pattern needs 4-byte size and alignment"));
+    }
+    hipError_t e = hipMemsetD32Async(reinterpret_cast<hipDeviceptr_t>(m.dst),
+                                     static_cast<int>(m.value), m.bytes / 4, stream);
+    if (e != hipSuccess) return error(e, StrCat("memset of ", m.what));
     return {};
   }
 
  private:
-  template <Module M>
-  static Expected<LoadedModule> load(int device) {
+  struct Module {
+    Status status;
+    hipModule_t module = nullptr;
+  };
+  // The metadata of a code object, read once per process (it is the same on every device).
+  static inline PerDeviceCache<const std::byte*, Expected<CodeObjectInfo>> metadata_;
+  static inline PerDeviceCache<const std::byte*, Module> modules_;
+  static inline PerDeviceCache<const kernels::KernelInfo*, Kernel> kernels_;
+
+  static const Module& module(int device, const CodeObject& co) {
+    return modules_.get_or_load(device, co.bytes.data(), [&]() {
+      Module m;
+      int previous = 0;
+      if (hipError_t e = hipGetDevice(&previous); e != hipSuccess) {
+        m.status = error(e, "hipGetDevice");
+        return m;
+      }
+      if (hipError_t e = hipSetDevice(device); e != hipSuccess) {
+        m.status = error(e, "hipSetDevice");
+        return m;
+      }
+      if (hipError_t e = hipModuleLoadData(&m.module, co.bytes.data()); e != hipSuccess) {
+        m.status = error(e, StrCat("hipModuleLoadData(", co.name, ", ", co.origin, ")"));
+      }
+      (void)hipSetDevice(previous);
+      return m;
+    });
+  }
+
+  static Kernel load_kernel(int device, const kernels::KernelInfo& info) {
+    Kernel k;
     auto t = target(device);
-    if (!t) return t.status();
-    const EmbeddedCodeObject* blob = EmbeddedRegistry::find(M::kName, name(t->arch));
-    if (blob == nullptr) {
-      return NotFound(StrCat("jax_aiter: no embedded code object '", M::kName, "' for ",
-                             name(t->arch), " (was jax_aiter_embed_kernels called with it?)"));
+    if (!t) {
+      k.status = t.status();
+      return k;
     }
-    // Refuse before the first launch a kernel that would read arguments our struct lacks.
-    auto info = read_code_object(blob->bytes);
-    if (!info) return info.status();
-    for (const kernels::KernelInfo& k : M::kKernels) {
-      const KernelMetadata* md = info->find(k.symbol);
-      if (md == nullptr) {
-        return NotFound(StrCat("jax_aiter: code object '", M::kName, "' for ", name(t->arch),
-                               " has no kernel ", k.symbol));
-      }
-      JAX_AITER_RETURN_IF_ERROR(check_kernel_arguments(*md, k));
+    auto co = CodeObjects::find(info.code_object, name(t->arch));
+    if (!co) {
+      k.status = co.status();
+      return k;
     }
-    int previous = 0;
-    if (hipError_t e = hipGetDevice(&previous); e != hipSuccess) return error(e, "hipGetDevice");
-    if (hipError_t e = hipSetDevice(device); e != hipSuccess) return error(e, "hipSetDevice");
-    LoadedModule out;
-    out.occupancy = Occupancy(t->compute_units);
-    Status st = [&]() -> Status {
-      if (hipError_t e = hipModuleLoadData(&out.module, blob->bytes.data()); e != hipSuccess) {
-        return error(e, StrCat("hipModuleLoadData(", M::kName, ")"));
-      }
-      for (const kernels::KernelInfo& k : M::kKernels) {
-        hipFunction_t f;
-        const std::string symbol(k.symbol);
-        if (hipError_t e = hipModuleGetFunction(&f, out.module, symbol.c_str()); e != hipSuccess) {
-          return error(e, StrCat("hipModuleGetFunction(", symbol, ")"));
-        }
-        out.functions.push_back(f);
-        JAX_AITER_RETURN_IF_ERROR(out.occupancy.add_kernel(k, [&](int threads) -> Expected<int> {
+    // Refuse, before anything is loaded, a kernel that would read arguments our struct lacks.
+    const auto& md =
+        metadata_.get_or_load(-1, co->bytes.data(), [&]() { return read_code_object(co->bytes); });
+    if (!md) {
+      k.status = md.status();
+      return k;
+    }
+    const KernelMetadata* kernel_md = md->find(info.symbol);
+    if (kernel_md == nullptr) {
+      k.status = NotFound(StrCat("jax_aiter: code object '", info.code_object, "' (", co->origin,
+                                 ") for ", name(t->arch), " has no kernel ", info.symbol));
+      return k;
+    }
+    k.status = check_kernel_arguments(*kernel_md, info);
+    if (!k.status.ok()) return k;
+    const Module& m = module(device, *co);
+    if (!m.status.ok()) {
+      k.status = m.status;
+      return k;
+    }
+    const std::string symbol(info.symbol);
+    if (hipError_t e = hipModuleGetFunction(&k.function, m.module, symbol.c_str());
+        e != hipSuccess) {
+      k.status = error(e, StrCat("hipModuleGetFunction(", symbol, ")"));
+      return k;
+    }
+    hipFunction_t f = k.function;
+    auto occupancy =
+        KernelOccupancy::measure(info, t->compute_units, [&](int threads) -> Expected<int> {
           int blocks = 0;
           hipError_t e = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);
           if (e == hipErrorInvalidValue) return 0;  // beyond the kernel's launch bounds
-          if (e != hipSuccess) {
+          if (e != hipSuccess)
             return error(e, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
-          }
           return blocks;
-        }));
-      }
-      return {};
-    }();
-    (void)hipSetDevice(previous);
-    if (!st.ok()) return st;
-    return out;
+        });
+    if (!occupancy) {
+      k.status = occupancy.status();
+      return k;
+    }
+    k.occupancy = *occupancy;
+    return k;
   }
 };
 

@@ -1,55 +1,109 @@
 // The CPU backend: a "launch" runs the C++ twin of the kernel on the packed argument bytes, on the
-// calling thread. This is how JAX on CPU runs our ops through the very same handlers, and how the
-// tests prove the argument packing means what we think.
+// calling thread, covering exactly the grid it was given. This is how JAX on CPU runs our ops
+// through the very same handlers and plans, and how the tests prove that the argument packing,
+// grids, memsets and workspaces of a plan mean what we think.
+//
+// Twins are registered by kernel symbol (HostTwinRegistrar, in jax_aiter/host_twins/<op>.hpp); a
+// consumer that runs an op on the host includes that op's twin header.
 #pragma once
 
-#include <array>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/status.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/runtime/backend.hpp"
+#include "jax_aiter/runtime/device_cache.hpp"
 
 namespace jax_aiter::runtime {
 
 // A host twin computes the whole grid of one kernel launch from the same bytes the GPU reads.
 using HostTwin = void (*)(const kernels::KernelArgs& args, kernels::Dim3 grid, kernels::Dim3 block);
 
-// Specialised beside each module's twins (kernels/<op>_host.hpp):
-//   template <> struct HostTwins<SomeModule> { static constexpr std::array<HostTwin, N> kTwins; };
-template <typename M>
-struct HostTwins;
+class HostTwins {
+ public:
+  // The first registration of a symbol wins (headers register at static initialisation).
+  static void add(std::string_view symbol, HostTwin twin) {
+    auto& r = instance();
+    std::unique_lock lock(r.mutex_);
+    r.twins_.try_emplace(std::string(symbol), twin);
+  }
+  static HostTwin find(std::string_view symbol) {
+    auto& r = instance();
+    std::shared_lock lock(r.mutex_);
+    auto it = r.twins_.find(std::string(symbol));
+    return it == r.twins_.end() ? nullptr : it->second;
+  }
+
+ private:
+  static HostTwins& instance() {
+    static HostTwins r;
+    return r;
+  }
+  std::shared_mutex mutex_;
+  std::unordered_map<std::string, HostTwin> twins_;
+};
+
+struct HostTwinRegistrar {
+  HostTwinRegistrar(std::initializer_list<std::pair<std::string_view, HostTwin>> twins) {
+    for (const auto& [symbol, twin] : twins) HostTwins::add(symbol, twin);
+  }
+};
 
 struct Host {
   static constexpr BackendKind kKind = BackendKind::kHost;
   static constexpr bool kCommandBufferCompatible = false;  // no command buffers on the CPU
   using Stream = void*;
 
+  struct Kernel {
+    Status status;
+    HostTwin twin = nullptr;
+  };
+
   static Expected<Target> target(int /*device*/) {
     return Target{BackendKind::kHost, Arch::kHost, 1};
   }
 
-  template <Module M>
-  static Status prepare(int /*device*/) {
-    static_assert(HostTwins<M>::kTwins.size() == M::kKernels.size(),
-                  "every kernel of the module needs a host twin");
-    return {};
+  static const Kernel& resolve(int /*device*/, const kernels::KernelInfo& info) {
+    static PerDeviceCache<const kernels::KernelInfo*, Kernel> cache;
+    return cache.get_or_load(0, &info, [&]() -> Kernel {
+      if (HostTwin twin = HostTwins::find(info.symbol)) return {{}, twin};
+      return {NotFound(StrCat("jax_aiter: no host twin of kernel ", info.symbol, " (code object ",
+                              info.code_object,
+                              "): include its op's jax_aiter/host_twins/ header in the consumer")),
+              nullptr};
+    });
   }
 
-  template <Module M>
-  static Status launch(int /*device*/, Stream /*stream*/, const kernels::Launch& launch) {
-    if (launch.kernel >= M::kKernels.size()) {
-      return Internal(StrCat("jax_aiter: kernel index ", launch.kernel, " out of range for ",
-                             std::string(M::kName)));
-    }
+  static Status launch(int /*device*/, Stream /*stream*/, const Kernel& kernel,
+                       const kernels::Launch& launch) {
     if (launch.cluster > 1) {
       return Internal(
-          StrCat("jax_aiter: ", M::kKernels[launch.kernel].symbol,
+          StrCat("jax_aiter: ", launch.kernel->symbol,
                  ": a thread-block cluster launch, which the host backend does not run"));
     }
     // A fill_device launch runs its whole cap here: the CPU runs blocks one after another, and the
-    // cap is the most blocks (and so the most dgamma slots) any device may use.
-    HostTwins<M>::kTwins[launch.kernel](launch.args, launch.grid, launch.block);
+    // cap is the most blocks any device may use.
+    kernel.twin(launch.args, launch.grid, launch.block);
+    return {};
+  }
+
+  static Status memset(int /*device*/, Stream /*stream*/, const kernels::Memset& m) {
+    if (m.bytes % 4 != 0 || reinterpret_cast<uintptr_t>(m.dst) % 4 != 0) {
+      return Internal(StrCat("jax_aiter: memset of ", m.what, ": ", m.bytes,
+                             " bytes at a 4-byte pattern needs 4-byte size and alignment"));
+    }
+    auto* words = static_cast<uint32_t*>(m.dst);
+    for (uint64_t i = 0; i < m.bytes / 4; ++i) words[i] = m.value;
     return {};
   }
 };

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/status.hpp"
-#include "jax_aiter/kernels/launch.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/runtime/code_object.hpp"
 
 namespace jax_aiter::runtime {

@@ -1,0 +1,114 @@
+// C entry points of a handler library for Python (ctypes) and the tools, emitted once per library
+// with JAX_AITER_DEFINE_EXPORTS():
+//   int         jax_aiter_handler_count(void)
+//   const char* jax_aiter_handler_name(int i)           custom-call target of handler i
+//   void*       jax_aiter_handler_stage(int i, int s)   its XLA_FFI_Handler* for stage s (2 or 3)
+//   char*       jax_aiter_spec(const char* target)      its operand and attribute lists (JSON)
+//   int64_t     jax_aiter_workspace_bytes(const char* target, const char* call, char** error)
+//   char*       jax_aiter_plan(const char* target, const char* call, const char* arch, int cus,
+//                              char** error)           every tier's verdict and the plan (JSON)
+//   char*       jax_aiter_check_aiter(const char* root) the AITER checkout check (JSON)
+//   int         jax_aiter_set_aiter_root(const char* root, char** error)
+//   void        jax_aiter_free(char*)                   frees what the others return
+// A call is described as in ffi/describe.hpp. On failure the functions return -1 / nullptr and set
+// *error (when error is not null) to the message.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "jax_aiter/core/status.hpp"
+#include "jax_aiter/ffi/describe.hpp"
+#include "jax_aiter/ffi/json.hpp"
+#include "jax_aiter/ffi/registry.hpp"
+#include "jax_aiter/runtime/code_objects.hpp"
+
+// The AITER check reads code-object metadata with msgpack-cxx (Debian: libmsgpack-cxx-dev); a
+// library built without it answers the check with an error instead.
+#if __has_include(<msgpack.hpp>)
+#include "jax_aiter/runtime/check_aiter.hpp"
+#define JAX_AITER_HAVE_CHECK_AITER 1
+#else
+#define JAX_AITER_HAVE_CHECK_AITER 0
+#endif
+
+namespace jax_aiter::ffi {
+
+inline void set_error(char** error, const Status& st) {
+  if (error != nullptr) *error = c_string(st.message());
+}
+
+inline std::string check_aiter_json(std::string_view root) {
+#if !JAX_AITER_HAVE_CHECK_AITER
+  return StrCat("{\"root\": ", json_quote(root),
+                ", \"error\": \"this jax_aiter library was built without msgpack-cxx, which the "
+                "AITER check needs to read code-object metadata\"}");
+#else
+  size_t ok = 0, missing = 0, mismatch = 0;
+  std::string rows;
+  for (const runtime::AiterCheck& c : runtime::check_aiter(root)) {
+    ok += c.result == runtime::AiterCheck::Result::kOk;
+    missing += c.result == runtime::AiterCheck::Result::kMissing;
+    mismatch += c.result == runtime::AiterCheck::Result::kMismatch;
+    rows =
+        StrCat(rows, rows.empty() ? "" : ", ", "{\"family\": ", json_quote(c.family),
+               ", \"arch\": ", json_quote(c.arch), ", \"code_object\": ", json_quote(c.code_object),
+               ", \"symbol\": ", json_quote(c.symbol),
+               ", \"result\": ", json_quote(runtime::name(c.result)),
+               ", \"detail\": ", json_quote(c.detail), "}");
+  }
+  return StrCat("{\"root\": ", json_quote(root), ", \"checked\": [", rows, "], \"ok\": ", ok,
+                ", \"missing\": ", missing, ", \"mismatch\": ", mismatch, "}");
+#endif
+}
+
+}  // namespace jax_aiter::ffi
+
+#define JAX_AITER_DEFINE_EXPORTS()                                                                \
+  extern "C" JAX_AITER_EXPORT int jax_aiter_handler_count() {                                     \
+    return static_cast<int>(::jax_aiter::ffi::HandlerRegistry::entries().size());                 \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT const char* jax_aiter_handler_name(int i) {                         \
+    static const auto entries = ::jax_aiter::ffi::HandlerRegistry::entries();                     \
+    return i >= 0 && i < static_cast<int>(entries.size()) ? entries[i].name.data() : nullptr;     \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT void* jax_aiter_handler_stage(int i, int stage) {                   \
+    static const auto entries = ::jax_aiter::ffi::HandlerRegistry::entries();                     \
+    if (i < 0 || i >= static_cast<int>(entries.size())) return nullptr;                           \
+    const XLA_FFI_Handler_Bundle& b = entries[i].bundle;                                          \
+    return reinterpret_cast<void*>(stage == XLA_FFI_ExecutionStage_INITIALIZE ? b.initialize      \
+                                   : stage == XLA_FFI_ExecutionStage_EXECUTE  ? b.execute         \
+                                                                              : nullptr);          \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT char* jax_aiter_spec(const char* target) {                          \
+    auto e = ::jax_aiter::ffi::HandlerRegistry::find(target ? target : "");                       \
+    return e.ok() ? ::jax_aiter::ffi::c_string(e->spec()) : nullptr;                              \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT int64_t jax_aiter_workspace_bytes(const char* target,               \
+                                                                const char* call, char** error) { \
+    auto e = ::jax_aiter::ffi::HandlerRegistry::find(target ? target : "");                       \
+    if (!e.ok()) return ::jax_aiter::ffi::set_error(error, e.status()), -1;                       \
+    auto bytes = e->workspace_bytes(call ? call : "");                                            \
+    if (!bytes.ok()) return ::jax_aiter::ffi::set_error(error, bytes.status()), -1;               \
+    return *bytes;                                                                                \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT char* jax_aiter_plan(const char* target, const char* call,          \
+                                                   const char* arch, int cus, char** error) {     \
+    auto e = ::jax_aiter::ffi::HandlerRegistry::find(target ? target : "");                       \
+    if (!e.ok()) return ::jax_aiter::ffi::set_error(error, e.status()), nullptr;                  \
+    auto t = ::jax_aiter::ffi::plan_target(arch ? arch : "", cus);                                \
+    if (!t.ok()) return ::jax_aiter::ffi::set_error(error, t.status()), nullptr;                  \
+    auto plan = e->plan(call ? call : "", *t);                                                    \
+    if (!plan.ok()) return ::jax_aiter::ffi::set_error(error, plan.status()), nullptr;            \
+    return ::jax_aiter::ffi::c_string(*plan);                                                     \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT char* jax_aiter_check_aiter(const char* root) {                     \
+    return ::jax_aiter::ffi::c_string(::jax_aiter::ffi::check_aiter_json(root ? root : ""));      \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT int jax_aiter_set_aiter_root(const char* root, char** error) {      \
+    const ::jax_aiter::Status st =                                                                \
+        ::jax_aiter::runtime::CodeObjects::set_aiter_root(root ? root : "");                      \
+    if (!st.ok()) ::jax_aiter::ffi::set_error(error, st);                                         \
+    return st.ok() ? 0 : -1;                                                                      \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT void jax_aiter_free(char* p) { std::free(p); }

@@ -1,0 +1,15 @@
+# What each op's kernels are, for jax_aiter_embed_kernels() (cmake/JaxAiterKernels.cmake):
+#   JAX_AITER_OP_<op>_MODULES   our portable kernel sources, kernels_co/<module>.kernel.cpp, each
+#                               one code object named <module>
+#   JAX_AITER_OP_<op>_AITER     AITER families whose ASM code objects the op may launch; for each,
+#                               JAX_AITER_FAMILY_<family>_LIST is the list of its rows (relative
+#                               to the include directory) and kernels_co/<family>.twin.cpp holds
+#                               its ABI twins
+# A new op adds its lines here and nothing else in CMake.
+
+set(JAX_AITER_OP_rmsnorm_MODULES rmsnorm)
+set(JAX_AITER_OP_rmsnorm_AITER "")  # AITER ships no ASM RMSNorm
+
+set(JAX_AITER_OP_gemm_MODULES gemm)
+set(JAX_AITER_OP_gemm_AITER aiter_bf16gemm)
+set(JAX_AITER_FAMILY_aiter_bf16gemm_LIST jax_aiter/kernels/shared/aiter_bf16gemm.h)

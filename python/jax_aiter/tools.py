@@ -1,0 +1,142 @@
+"""The two command-line tools, installed with the package (also callable as functions):
+
+  jax-aiter-plan        how a call is dispatched on a given device, with no GPU: every tier's
+                        verdict (taken, or why not), the chosen kernels and code objects, grids,
+                        blocks, split, workspace pieces, memsets, and each packed argument struct
+                        field by field (name, offset, value), as JSON.
+  jax-aiter-check-aiter for every AITER code object our tables name: found or missing in an AITER
+                        checkout, and whether its metadata matches the struct we launch it with;
+                        exit status 1 on any mismatch.
+
+  jax-aiter-plan gemm --m 4096 --n 4096 --k 4096 --arch gfx942 --cus 304
+  jax-aiter-plan rms_norm --shape 16384,4096 --arch sm_90 [--backward] [--fused]
+  jax-aiter-plan aiter.gemm --call '{"operands": {...}, "attributes": {...}}' --arch gfx950
+  jax-aiter-check-aiter /path/to/aiter
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from jax_aiter import _ffi
+from jax_aiter.gemm import describe as _describe_gemm
+from jax_aiter.rmsnorm import describe as _describe_rms_norm
+
+
+def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
+    """Library form of jax-aiter-plan (see _ffi.plan)."""
+    return _ffi.plan(target, operands, attributes, arch, cus)
+
+
+def check_aiter(root: str) -> dict:
+    """Library form of jax-aiter-check-aiter (see _ffi.check_aiter)."""
+    return _ffi.check_aiter(root)
+
+
+def _dispatch(args) -> dict:
+    out = {"tier": args.tier}
+    if args.asm_arch:
+        out["asm_arch"] = args.asm_arch
+    if args.asm_cus:
+        out["asm_cus"] = args.asm_cus
+    return out
+
+
+def plan_main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="jax-aiter-plan", description=__doc__.split("\n\n")[0])
+    p.add_argument("op", help="gemm, rms_norm, or a custom-call target (with --call)")
+    p.add_argument("--arch", required=True, help="gfx942, gfx950, sm_90 or host")
+    p.add_argument("--cus", type=int, default=0, help="compute units (0: the arch's usual part)")
+    p.add_argument("--call", help="a call description in JSON (any target)")
+    p.add_argument("--tier", default="auto")
+    p.add_argument("--asm-arch", help="plan AITER's kernels for this AMD arch (their twins run)")
+    p.add_argument("--asm-cus", type=int, default=0)
+    g = p.add_argument_group("gemm")
+    g.add_argument("--m", type=int)
+    g.add_argument("--n", type=int)
+    g.add_argument("--k", type=int)
+    g.add_argument("--dtype", default="bfloat16")
+    g.add_argument("--out-dtype")
+    g.add_argument("--bias", action="store_true")
+    g.add_argument("--kernel")
+    g.add_argument("--splitk", type=int)
+    r = p.add_argument_group("rms_norm")
+    r.add_argument("--shape", help="x's shape, e.g. 16384,4096")
+    r.add_argument("--epsilon", type=float, default=1e-6)
+    r.add_argument("--fused", action="store_true", help="rms_norm_with_add")
+    r.add_argument("--backward", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        if args.call:
+            call = json.loads(args.call)
+            target = args.op
+            operands = {k: None if v is None else (v["dtype"], v["shape"])
+                        for k, v in call.get("operands", {}).items()}
+            operands = {k: v if v is None else (_numpy_name(v[0]), v[1])
+                        for k, v in operands.items()}
+            attributes = call.get("attributes", {})
+        elif args.op in ("gemm", "aiter.gemm"):
+            if None in (args.m, args.n, args.k):
+                p.error("gemm needs --m, --n and --k")
+            target = "aiter.gemm"
+            operands, attributes = _describe_gemm(args.m, args.n, args.k, args.dtype,
+                                                   args.out_dtype, args.bias, args.kernel,
+                                                   args.splitk)
+        elif args.op in ("rms_norm", "aiter.rms_norm"):
+            if not args.shape:
+                p.error("rms_norm needs --shape")
+            shape = tuple(int(d) for d in args.shape.split(","))
+            target, operands, attributes = _describe_rms_norm(shape, args.dtype, args.epsilon,
+                                                              args.fused, args.backward)
+        else:
+            p.error(f"unknown op {args.op!r}: gemm, rms_norm, or a target with --call")
+        attributes = {**attributes, **_dispatch(args)}
+        result = plan(target, operands, attributes, args.arch, args.cus)
+    except ValueError as e:
+        print(f"jax-aiter-plan: {e}", file=sys.stderr)
+        return 2
+    json.dump(result, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+def _numpy_name(dtype: str) -> str:
+    """Our dtype names (bf16, f32, ...) as numpy spells them, for describe_call."""
+    return {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i8": "int8",
+            "i32": "int32", "u8": "uint8"}.get(dtype, dtype)
+
+
+def check_aiter_main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="jax-aiter-check-aiter",
+                                description="Checks an AITER checkout's code objects against the "
+                                            "argument structs jax_aiter launches them with.")
+    p.add_argument("root", help="the AITER checkout (the folder holding hsa/)")
+    p.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    p.add_argument("--require-all", action="store_true", help="a missing code object fails too")
+    args = p.parse_args(argv)
+    report = check_aiter(args.root)
+    if "error" in report:
+        print(f"jax-aiter-check-aiter: {report['error']}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        print()
+    else:
+        for c in report["checked"]:
+            if c["result"] != "ok":
+                print(f"{c['result']:8} {c['arch']} {c['code_object']}: {c['detail']}")
+        print(f"{report['ok']} ok, {report['missing']} missing, {report['mismatch']} mismatch "
+              f"({len(report['checked'])} code objects named by jax_aiter's tables, under "
+              f"{report['root']}/hsa)")
+    failed = report["mismatch"] > 0 or (args.require_all and report["missing"] > 0)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":  # python -m jax_aiter.tools plan|check-aiter ...
+    tool = sys.argv[1] if len(sys.argv) > 1 else ""
+    mains = {"plan": plan_main, "check-aiter": check_aiter_main}
+    if tool not in mains:
+        sys.exit("usage: python -m jax_aiter.tools plan|check-aiter ...")
+    sys.exit(mains[tool](sys.argv[2:]))

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Compares the kernel-argument metadata of our AITER BF16 GEMM twins with AITER's own.
+
+For every row of JAX_AITER_BF16GEMM_ROWS (include/jax_aiter/kernels/shared/aiter_bf16gemm.h) the
+twin code object (kernels_co/aiter_bf16gemm.twin.cpp, built with -fhip-kernel-arg-name) must hold a
+kernel of the row's symbol whose named arguments (pad<digits> left out) and .kernarg_segment_size
+equal the lines kernel-arguments.txt records for AITER's code object of that row on that arch.
+Rows AITER ships only for the other arch are compared with that arch's line.
+
+Usage: check_twin_kernargs.py ROWS_HEADER KERNEL_ARGUMENTS_TXT ARCH=CODE_OBJECT [ARCH=CODE_OBJECT...]
+       (llvm-readelf-22 on PATH, or LLVM_READELF=...). Exit status 1 on any difference.
+"""
+import os
+import re
+import subprocess
+import sys
+
+
+def rows(header):
+    text = open(header).read()
+    body = text[text.index("#define JAX_AITER_BF16GEMM_ROWS(X)"):]
+    body = body[: body.index("\n\n")]
+    return re.findall(r'X\((\w+),\s*"([^"]+)"', body.replace("\\\n", " "))
+
+
+def aiter_lines(path):
+    """{(arch, code_object): (symbol, segment_size, [(name, offset, size)])}"""
+    out = {}
+    lines = open(path).read().splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"## hsa/(\w+)/(\S+)$", line)
+        if not m:
+            continue
+        sym = re.match(r"symbol (\S+)\.kd kernarg_segment_size (\d+)", lines[i + 1])
+        args = [(n, int(o), int(s)) for n, o, s in re.findall(r"(\w+)@(\d+):(\d+)", lines[i + 2])]
+        out[(m.group(1), m.group(2))] = (sym.group(1), int(sym.group(2)), args)
+    return out
+
+
+def our_kernels(code_object):
+    """{symbol: (segment_size, [(name, offset, size)])} from llvm-readelf --notes."""
+    readelf = os.environ.get("LLVM_READELF", "llvm-readelf-22")
+    notes = subprocess.run([readelf, "--notes", code_object], check=True, capture_output=True,
+                           text=True).stdout
+    out = {}
+    for block in re.split(r"\n  - \.", notes)[1:]:
+        name = re.search(r"\n    \.name:\s+(\S+)", block)
+        size = re.search(r"\n    \.kernarg_segment_size:\s+(\d+)", block)
+        if not name or not size:
+            continue
+        args = []
+        for arg in re.split(r"\n      - ", block)[1:]:
+            n = re.search(r"\.name:\s+(\S+)", arg)
+            o = re.search(r"\.offset:\s+(\d+)", arg)
+            s = re.search(r"\.size:\s+(\d+)", arg)
+            if n and not re.fullmatch(r"pad\d+", n.group(1)):
+                args.append((n.group(1), int(o.group(1)), int(s.group(1))))
+        out[name.group(1)] = (int(size.group(1)), args)
+    return out
+
+
+def main(argv):
+    if len(argv) < 4:
+        print(__doc__)
+        return 2
+    table = rows(argv[1])
+    aiter = aiter_lines(argv[2])
+    failures = 0
+    for spec in argv[3:]:
+        arch, co = spec.split("=", 1)
+        ours = our_kernels(co)
+        for symbol, code_object in table:
+            ref = aiter.get((arch, code_object))
+            where = arch
+            if ref is None:  # AITER ships this row on the other arch only
+                other = [k for k in aiter if k[1] == code_object]
+                if not other:
+                    print(f"FAIL {arch} {symbol}: no AITER line for {code_object}")
+                    failures += 1
+                    continue
+                where = other[0][0]
+                ref = aiter[other[0]]
+            ref_symbol, ref_size, ref_args = ref
+            if ref_symbol != symbol:
+                print(f"FAIL {arch} {symbol}: AITER's symbol is {ref_symbol}")
+                failures += 1
+                continue
+            if symbol not in ours:
+                print(f"FAIL {arch} {symbol}: not in {co}")
+                failures += 1
+                continue
+            size, args = ours[symbol]
+            if size != ref_size or args != ref_args:
+                print(f"FAIL {arch} {symbol}: ours {size} {args}\n  AITER ({where}) {ref_size} {ref_args}")
+                failures += 1
+            else:
+                note = "" if where == arch else f" (AITER ships it for {where} only)"
+                print(f"PASS {arch} {symbol}: {len(args)} arguments, segment {size}{note}")
+    print(f"{failures} difference(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,13 @@
+# BF16 GEMM: the ASM tier's selection over a grid of shapes against an independent rule, and the
+# handler through the fake XLA runtime on the Host backend (both tiers, every AITER row forced
+# through its ABI twin). Included from tests/cpp/CMakeLists.txt.
+
+jax_aiter_test(test_gemm_select)
+
+if(TARGET XlaFfi::headers)
+  jax_aiter_test(test_ffi_gemm)
+  # The host twins multiply for real: a few seconds optimised, much longer unoptimised.
+  if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+    target_compile_options(test_ffi_gemm PRIVATE -O2)
+  endif()
+endif()

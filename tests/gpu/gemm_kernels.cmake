@@ -1,0 +1,13 @@
+# Standalone check and timing of our GEMM kernels on an sm_90 GPU through the CUDA driver API alone
+# (tests/gpu/cuda_gemm_kernels.cpp). Included from tests/gpu/CMakeLists.txt; run on the GPU
+# machine (scripts/gpu_run.sh) as
+#   cuda_gemm_kernels jax_aiter_kernels/gemm.sm_90.cubin jax_aiter_kernels/aiter_bf16gemm.sm_90.cubin
+#                     [check|bench|all]
+add_executable(cuda_gemm_kernels ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_kernels.cpp)
+target_link_libraries(cuda_gemm_kernels PRIVATE jax_aiter::jax_aiter CUDA::cuda_driver)
+
+# The two cubins, by the rule jax_aiter_embed_kernels() uses, beside the executable.
+jax_aiter_compile_kernels(_gemm_cubin gemm.kernel.cpp sm_90)
+jax_aiter_compile_kernels(_twin_cubin aiter_bf16gemm.twin.cpp sm_90)
+add_custom_target(cuda_gemm_kernels_cubins DEPENDS ${_gemm_cubin} ${_twin_cubin})
+add_dependencies(cuda_gemm_kernels cuda_gemm_kernels_cubins)
