@@ -25,9 +25,12 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/ffi/attention.hpp"
 #include "jax_aiter/ffi/binder.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
 #include "jax_aiter/ffi/spec.hpp"
@@ -35,6 +38,7 @@
 #include "jax_aiter/host_twins/rmsnorm.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/attention.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/rmsnorm.hpp"
 #include "jax_aiter/ops/tensor.hpp"
@@ -290,6 +294,165 @@ void BM_RmsNormDecodeValidatePlan(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_RmsNormDecodeValidatePlan)->Args({1, 64})->Args({600, 4096});
+
+// Any op's operands as XLA buffers and its attributes as values: a Spec<Op>::decode source.
+template <typename Op>
+struct GenericCall {
+  std::vector<XLA_FFI_Buffer*> in, out;
+  std::vector<std::pair<std::string_view, ja::ffi::AttrValue>> attrs;
+
+  size_t inputs() const { return in.size(); }
+  size_t results() const { return out.size(); }
+  ja::Expected<ja::ops::Tensor> input(size_t i, std::string_view name) const {
+    return ja::ffi::to_tensor(Op::kName, name, xla::ffi::AnyBuffer(in[i]));
+  }
+  ja::Expected<ja::ops::Tensor> result(size_t i, std::string_view name) const {
+    return ja::ffi::to_tensor(Op::kName, name, xla::ffi::AnyBuffer(out[i]));
+  }
+  template <typename Visit>
+  ja::Status attributes(Visit&& visit) const {
+    for (const auto& [name, value] : attrs) JAX_AITER_RETURN_IF_ERROR(visit(name, value));
+    return {};
+  }
+  bool has_attribute(std::string_view name) const {
+    for (const auto& a : attrs) {
+      if (a.first == name) return true;
+    }
+    return false;
+  }
+};
+
+// Buffers described by (dtype, dims), backed by one zeroed arena; dims of {0} is an absent operand.
+struct Buffers {
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<XLA_FFI_Buffer> buffers;
+  std::vector<unsigned char> arena;
+
+  Buffers(std::initializer_list<std::pair<XLA_FFI_DataType, std::vector<int64_t>>> specs) {
+    size_t bytes = 0;
+    for (const auto& s : specs) {
+      int64_t n = 1;
+      for (int64_t d : s.second) n *= d;
+      bytes += static_cast<size_t>(n) * 4 + 64;
+    }
+    arena.assign(bytes, 0);
+    dims.reserve(specs.size());
+    buffers.reserve(specs.size());
+    size_t offset = 0;
+    for (const auto& s : specs) {
+      dims.push_back(s.second);
+      int64_t n = 1;
+      for (int64_t d : s.second) n *= d;
+      XLA_FFI_Buffer b{};
+      b.struct_size = XLA_FFI_Buffer_STRUCT_SIZE;
+      b.dtype = s.first;
+      b.data = n == 0 ? nullptr : arena.data() + offset;
+      b.rank = static_cast<int64_t>(s.second.size());
+      b.dims = dims.back().data();
+      buffers.push_back(b);
+      offset += static_cast<size_t>(n) * 4 + 64;
+    }
+  }
+  XLA_FFI_Buffer* at(size_t i) { return &buffers[i]; }
+};
+
+// Attention's decode + validate + plan for one target (the execute path minus the launches): the
+// ASM tier planned for gfx942 (AITER's v3 kernels, memsets and carved workspace in the backward)
+// and the portable tier for sm_90. Batch b=2 s=512 hq=16 hk=4 d=128 causal, bf16.
+template <typename Op>
+void attention_plan(benchmark::State& state, GenericCall<Op>& call, const ja::Target& target) {
+  measure(state, [&] {
+    auto params = ja::ffi::Spec<Op>::decode(call);
+    if (!params || !Op::validate(*params).ok() ||
+        !ja::ops::validate_dispatch<Op>(params->dispatch).ok()) {
+      return false;
+    }
+    ja::kernels::Plan plan;
+    bool planned = false;
+    auto try_tier = [&]<typename Tier>(std::type_identity<Tier>) {
+      if (planned || !Tier::supports(*params, target).ok()) return;
+      Tier::plan(*params, target, plan);
+      planned = true;
+    };
+    [&]<typename... T>(std::tuple<T...>*) {
+      (try_tier(std::type_identity<T>{}), ...);
+    }(static_cast<typename Op::Tiers*>(nullptr));
+    benchmark::DoNotOptimize(plan.count);
+    return planned;
+  });
+}
+
+std::vector<std::pair<std::string_view, ja::ffi::AttrValue>> attention_attrs(bool backward) {
+  std::vector<std::pair<std::string_view, ja::ffi::AttrValue>> a{
+      {"softmax_scale", ja::ffi::AttrValue::f32("F32", 0.088)},
+      {"causal", ja::ffi::AttrValue::boolean("PRED", true)},
+      {"window_left", ja::ffi::AttrValue::i64("S64", -1)},
+      {"window_right", ja::ffi::AttrValue::i64("S64", -1)},
+      {"dropout_p", ja::ffi::AttrValue::f32("F32", 0.0)},
+      {"max_seqlen_q", ja::ffi::AttrValue::i64("S64", 0)},
+      {"max_seqlen_k", ja::ffi::AttrValue::i64("S64", 0)},
+      {"bf16_cvt", ja::ffi::AttrValue::i64("S64", 1)}};
+  if (backward) {
+    a.emplace_back("deterministic", ja::ffi::AttrValue::boolean("PRED", false));
+    a.emplace_back("atomic32", ja::ffi::AttrValue::boolean("PRED", true));
+  }
+  return a;
+}
+
+const ja::Target kGfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
+const ja::Target kSm90{ja::BackendKind::kCuda, ja::Arch::kSm90, 132};
+
+void BM_AttnFwdDecodeValidatePlan(benchmark::State& state) {
+  constexpr auto kBf16 = XLA_FFI_DataType_BF16;
+  Buffers b{{kBf16, {2, 512, 16, 128}}, {kBf16, {2, 512, 4, 128}},
+            {kBf16, {2, 512, 4, 128}},  {XLA_FFI_DataType_U8, {0}},
+            {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},
+            {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},
+            {kBf16, {2, 512, 16, 128}}, {XLA_FFI_DataType_F32, {2, 16, 512}}};
+  GenericCall<ja::ops::FlashAttnFwd> call{
+      {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7)},
+      {b.at(8), b.at(9)},
+      attention_attrs(false)};
+  attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
+}
+BENCHMARK(BM_AttnFwdDecodeValidatePlan)->Arg(0)->Arg(1);
+
+void BM_AttnBwdDecodeValidatePlan(benchmark::State& state) {
+  constexpr auto kBf16 = XLA_FFI_DataType_BF16;
+  constexpr auto kU8 = XLA_FFI_DataType_U8;
+  ja::ops::FlashAttnBwdParams sizing;  // the workspace the op asks for, as Python sizes it
+  int64_t q[4] = {2, 512, 16, 128}, kv[4] = {2, 512, 4, 128}, lse[3] = {2, 16, 512}, none[1] = {0};
+  sizing.dout = sizing.out = ja::ops::Tensor::over(nullptr, ja::DType::kBF16, q);
+  sizing.q = sizing.dq = ja::ops::Tensor::over(nullptr, ja::DType::kBF16, q);
+  sizing.k = sizing.v = sizing.dk = sizing.dv =
+      ja::ops::Tensor::over(nullptr, ja::DType::kBF16, kv);
+  sizing.lse = ja::ops::Tensor::over(nullptr, ja::DType::kF32, lse);
+  sizing.dbias = ja::ops::Tensor::over(nullptr, ja::DType::kF32, none);
+  sizing.opt.causal = true;
+  const int64_t ws = ja::ops::FlashAttnBwd::workspace_bytes(sizing);
+  Buffers b{{kBf16, {2, 512, 16, 128}},
+            {kBf16, {2, 512, 16, 128}},
+            {kBf16, {2, 512, 4, 128}},
+            {kBf16, {2, 512, 4, 128}},
+            {kBf16, {2, 512, 16, 128}},
+            {XLA_FFI_DataType_F32, {2, 16, 512}},
+            {kU8, {0}},
+            {kU8, {0}},
+            {kU8, {0}},
+            {kU8, {0}},
+            {kU8, {0}},
+            {kBf16, {2, 512, 16, 128}},
+            {kBf16, {2, 512, 4, 128}},
+            {kBf16, {2, 512, 4, 128}},
+            {XLA_FFI_DataType_F32, {0}},
+            {kU8, {ws / 4}}};
+  GenericCall<ja::ops::FlashAttnBwd> call{{b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5),
+                                           b.at(6), b.at(7), b.at(8), b.at(9), b.at(10)},
+                                          {b.at(11), b.at(12), b.at(13), b.at(14), b.at(15)},
+                                          attention_attrs(true)};
+  attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
+}
+BENCHMARK(BM_AttnBwdDecodeValidatePlan)->Arg(0)->Arg(1);
 
 void BM_RmsNormHandler(benchmark::State& state) {
   const int64_t rows = state.range(0), n = state.range(1);

@@ -100,9 +100,11 @@ function(jax_aiter_compile_kernels out_var source arch)
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
-# The code-object paths of an AITER family on one arch, read from the family's list:
-# X(symbol, "path", tile_m, tile_n, prefetch, split_k, bias, on_gfx942, on_gfx950). For a non-AMD
-# arch (whose ABI twins stand in for every row): the rows of any AMD arch.
+# The code-object paths of an AITER family on one arch, read from the family's list: every row
+# X(..., "path", ..., on_gfx942, on_gfx950) holds one string, the code object's path under
+# hsa/<arch>/, and ends with the two arch flags (the lists under include/jax_aiter/kernels/shared/
+# say what the other columns are). For a non-AMD arch (whose ABI twins stand in for every row):
+# the rows of any AMD arch, each path once.
 function(jax_aiter_family_code_objects out_var family arch)
   file(READ "${JAX_AITER_INCLUDE_DIR}/${JAX_AITER_FAMILY_${family}_LIST}" text)
   string(REGEX REPLACE "\\\\\n" " " text "${text}")
@@ -110,15 +112,16 @@ function(jax_aiter_family_code_objects out_var family arch)
   set(paths "")
   foreach(row IN LISTS rows)
     string(REGEX REPLACE "[ \t\n]" "" row "${row}")
-    if(NOT row MATCHES "^X\\(([A-Za-z0-9_]+),\"([^\"]+)\",([0-9]+),([0-9]+),([0-9]+),([0-9]+),([0-9]+),([01]),([01])\\)$")
+    if(NOT row MATCHES "^X\\([^\"]*\"([^\"]+)\"[^\"]*,([01]),([01])\\)$")
       continue()  # the macro's own documentation line
     endif()
-    set(path "${CMAKE_MATCH_2}")
-    if((arch STREQUAL "gfx942" AND CMAKE_MATCH_8) OR (arch STREQUAL "gfx950" AND CMAKE_MATCH_9)
+    set(path "${CMAKE_MATCH_1}")
+    if((arch STREQUAL "gfx942" AND CMAKE_MATCH_2) OR (arch STREQUAL "gfx950" AND CMAKE_MATCH_3)
        OR NOT arch MATCHES "^gfx")
       list(APPEND paths "${path}")
     endif()
   endforeach()
+  list(REMOVE_DUPLICATES paths)
   set(${out_var} "${paths}" PARENT_SCOPE)
 endfunction()
 

@@ -13,3 +13,7 @@ set(JAX_AITER_OP_rmsnorm_AITER "")  # AITER ships no ASM RMSNorm
 set(JAX_AITER_OP_gemm_MODULES gemm)
 set(JAX_AITER_OP_gemm_AITER aiter_bf16gemm)
 set(JAX_AITER_FAMILY_aiter_bf16gemm_LIST jax_aiter/kernels/shared/aiter_bf16gemm.h)
+
+set(JAX_AITER_OP_attention_MODULES attention)
+set(JAX_AITER_OP_attention_AITER aiter_fmha_v3)
+set(JAX_AITER_FAMILY_aiter_fmha_v3_LIST jax_aiter/kernels/shared/aiter_fmha_v3.h)

@@ -3,8 +3,11 @@
 # builds the CUDA handler library and checks, then
 #   1. tests/gpu/cuda_rmsnorm_check    the CUDA backend with no XLA, every RMSNorm dtype, poisoned
 #   2. tests/gpu/cuda_gemm_kernels     every GEMM kernel and ABI twin against a CPU reference
+#      tests/gpu/cuda_attention_kernels, cuda_attention_asm_twins: our attention kernels and the
+#      ASM tiers' plans through AITER's v3 ABI twins, against a CPU reference
 #   3. pytest tests/python             JAX on CUDA with command buffers on for custom calls
-#   4. benchmarks (unless --no-bench): cuda_rmsnorm_bench, bench_rmsnorm.py, bench_gemm.py
+#   4. benchmarks (unless --no-bench): cuda_rmsnorm_bench, bench_rmsnorm.py, bench_gemm.py,
+#      bench_attention.py
 # Logs go to $1 (or $OUT, or /tmp/jax_aiter_gpu). Exit status: non-zero if a check or test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +34,15 @@ build-gpu/tests/gpu/cuda_gemm_kernels build-gpu/tests/gpu/jax_aiter_kernels/gemm
   > "$out/cuda_gemm_kernels.txt" 2>&1 || status=1
 grep -E "^FAIL" "$out/cuda_gemm_kernels.txt" | head -10
 tail -30 "$out/cuda_gemm_kernels.txt"
+k=build-gpu/tests/gpu/jax_aiter_kernels
+build-gpu/tests/gpu/cuda_attention_kernels $k/attention.sm_90.cubin \
+  "$([ "$bench" = 1 ] && echo all || echo check)" > "$out/cuda_attention_kernels.txt" 2>&1 || status=1
+grep -E "^FAIL" "$out/cuda_attention_kernels.txt" | head -10
+tail -12 "$out/cuda_attention_kernels.txt"
+build-gpu/tests/gpu/cuda_attention_asm_twins $k/aiter_fmha_v3.sm_90.cubin $k/attention.sm_90.cubin \
+  > "$out/cuda_attention_asm_twins.txt" 2>&1 || status=1
+grep -E "^FAIL" "$out/cuda_attention_asm_twins.txt" | head -10
+tail -5 "$out/cuda_attention_asm_twins.txt"
 
 # Command buffers on for custom calls at any graph size: our GPU handlers claim compatibility.
 export XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"
@@ -46,6 +58,8 @@ if [ "$bench" = 1 ]; then
   grep -vE "^\s*\((device timing|wall)" "$out/bench_rmsnorm.txt"
   python3 benchmarks/gpu/bench_gemm.py --out "$out/bench_gemm.json" > "$out/bench_gemm.txt" 2>&1 || status=1
   cat "$out/bench_gemm.txt"
+  python3 benchmarks/gpu/bench_attention.py --out "$out/bench_attention.json" > "$out/bench_attention.txt" 2>&1 || status=1
+  cat "$out/bench_attention.txt"
 fi
 # A wheel built elsewhere (e.g. against jaxlib 0.10's FFI headers), if one was carried in
 # .gpu-carry/: installed into this Python and run on its jax, from outside the tree.

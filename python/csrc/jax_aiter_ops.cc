@@ -1,12 +1,15 @@
 // The handler library of the Python package, one build per backend (JAX_AITER_BACKEND_CPU, _CUDA
 // or _ROCM): every op's FFI handlers for that platform, the C entry points through which Python
 // learns them and runs the tools (ffi/exports.hpp), and the static-registration entry for plugins.
+#include "jax_aiter/ffi/attention.hpp"
 #include "jax_aiter/ffi/exports.hpp"
 #include "jax_aiter/ffi/gemm.hpp"
 #include "jax_aiter/ffi/registry.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
 
 #if defined(JAX_AITER_BACKEND_CPU)
+#include "jax_aiter/host_twins/aiter_fmha_v3.hpp"
+#include "jax_aiter/host_twins/attention.hpp"
 #include "jax_aiter/host_twins/gemm.hpp"
 #include "jax_aiter/host_twins/rmsnorm.hpp"
 #include "jax_aiter/runtime/host.hpp"
@@ -28,5 +31,8 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add, ops::RmsNormWithAdd, Backe
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_bwd, ops::RmsNormBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add_bwd, ops::RmsNormWithAddBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm, ops::Gemm, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_fwd, ops::FlashAttnFwd, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_bwd, ops::FlashAttnBwd, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_attn_dropout_mask, ops::AttnDropoutMask, Backend);
 JAX_AITER_DEFINE_REGISTER_ALL(jax_aiter_register_all)
 JAX_AITER_DEFINE_EXPORTS()

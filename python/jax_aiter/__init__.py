@@ -8,6 +8,7 @@ and their operands are learned from the libraries themselves.
 from jax_aiter._call import Dispatch
 from jax_aiter._ffi import (JaxAiterUnavailableError, check_aiter, plan, register,
                             registered_platforms, set_aiter_root)
+from jax_aiter.attention import dropout_mask, flash_attn_func, flash_attn_varlen
 from jax_aiter.gemm import gemm
 from jax_aiter.rmsnorm import rms_norm, rms_norm_with_add
 
@@ -17,6 +18,9 @@ __all__ = [
     "Dispatch",
     "JaxAiterUnavailableError",
     "check_aiter",
+    "dropout_mask",
+    "flash_attn_func",
+    "flash_attn_varlen",
     "gemm",
     "plan",
     "register",

@@ -10,6 +10,8 @@
 
   jax-aiter-plan gemm --m 4096 --n 4096 --k 4096 --arch gfx942 --cus 304
   jax-aiter-plan rms_norm --shape 16384,4096 --arch sm_90 [--backward] [--fused]
+  jax-aiter-plan attention --b 4 --sq 4096 --hq 32 --hk 8 --d 128 --causal --arch gfx942
+                 [--sk N] [--dv N] [--varlen] [--backward] [--bias] [--dropout P] [--window L,R]
   jax-aiter-plan aiter.gemm --call '{"operands": {...}, "attributes": {...}}' --arch gfx950
   jax-aiter-check-aiter /path/to/aiter
 """
@@ -21,6 +23,7 @@ import json
 import sys
 
 from jax_aiter import _ffi
+from jax_aiter.attention import describe as _describe_attention
 from jax_aiter.gemm import describe as _describe_gemm
 from jax_aiter.rmsnorm import describe as _describe_rms_norm
 
@@ -67,6 +70,19 @@ def plan_main(argv=None) -> int:
     r.add_argument("--epsilon", type=float, default=1e-6)
     r.add_argument("--fused", action="store_true", help="rms_norm_with_add")
     r.add_argument("--backward", action="store_true")
+    t = p.add_argument_group("attention")
+    t.add_argument("--b", type=int, default=1, help="batch (varlen: sequences)")
+    t.add_argument("--sq", type=int)
+    t.add_argument("--sk", type=int, help="default: sq")
+    t.add_argument("--hq", type=int)
+    t.add_argument("--hk", type=int, help="default: hq")
+    t.add_argument("--d", type=int)
+    t.add_argument("--dv", type=int, help="default: d")
+    t.add_argument("--causal", action="store_true")
+    t.add_argument("--window", default="-1,-1", help="left,right (-1: unbounded)")
+    t.add_argument("--varlen", action="store_true", help="b sequences of sq (sk) rows, packed")
+    t.add_argument("--dropout", type=float, default=0.0)
+    t.add_argument("--deterministic", action="store_true")
     args = p.parse_args(argv)
     try:
         if args.call:
@@ -90,8 +106,16 @@ def plan_main(argv=None) -> int:
             shape = tuple(int(d) for d in args.shape.split(","))
             target, operands, attributes = _describe_rms_norm(shape, args.dtype, args.epsilon,
                                                               args.fused, args.backward)
+        elif args.op in ("attention", "flash_attn"):
+            if None in (args.sq, args.hq, args.d):
+                p.error("attention needs --sq, --hq and --d")
+            window = tuple(int(w) for w in args.window.split(","))
+            target, operands, attributes = _describe_attention(
+                args.b, args.sq, args.sk or args.sq, args.hq, args.hk or args.hq, args.d, args.dv,
+                args.dtype, args.causal, window, args.varlen, args.backward, args.bias,
+                args.dropout, args.deterministic)
         else:
-            p.error(f"unknown op {args.op!r}: gemm, rms_norm, or a target with --call")
+            p.error(f"unknown op {args.op!r}: gemm, rms_norm, attention, or a target with --call")
         attributes = {**attributes, **_dispatch(args)}
         result = plan(target, operands, attributes, args.arch, args.cus)
     except ValueError as e:

@@ -76,3 +76,24 @@ if(JAX_AITER_NVCC)
 else()
   message(STATUS "jax_aiter: test_kernel_loads off (nvcc not found)")
 endif()
+
+# The ABI twins of AITER's v3 attention kernels (kernels_co/aiter_fmha_v3.twin.cpp): each arch's
+# twin code object, built by the rule jax_aiter_embed_kernels() uses, must declare every row's
+# kernel of that arch with AITER's argument names, offsets, sizes and kernarg segment
+# (kernel-arguments.txt; point JAX_AITER_AITER_FACTS at it to enable the test).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(JAX_AITER_AITER_FACTS AND JAX_AITER_CLANG AND JAX_AITER_LLVM_READELF AND Python3_FOUND)
+  set(_fmha_twin_args "")
+  set(_fmha_twin_objects "")
+  foreach(arch gfx942 gfx950)
+    jax_aiter_compile_kernels(_fmha_twin_co aiter_fmha_v3.twin.cpp ${arch})
+    list(APPEND _fmha_twin_args ${arch}=${_fmha_twin_co})
+    list(APPEND _fmha_twin_objects ${_fmha_twin_co})
+  endforeach()
+  add_custom_target(test_fmha_twin_kernargs_objects ALL DEPENDS ${_fmha_twin_objects})
+  add_test(NAME test_fmha_twin_kernargs
+           COMMAND ${CMAKE_COMMAND} -E env LLVM_READELF=${JAX_AITER_LLVM_READELF}
+                   ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/data/check_twin_kernargs.py
+                   ${PROJECT_SOURCE_DIR}/include/jax_aiter/kernels/shared/aiter_fmha_v3.h
+                   ${JAX_AITER_AITER_FACTS} ${_fmha_twin_args})
+endif()

@@ -15,3 +15,10 @@ target_link_libraries(test_ffi_rmsnorm PRIVATE jax_aiter::jax_aiter)
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   target_compile_options(test_ffi_rmsnorm PRIVATE -O2)
 endif()
+
+# Attention's handlers in varlen mode (edge lengths, every tier, bad input); also under ASan.
+jax_aiter_test(test_ffi_attention)
+target_link_libraries(test_ffi_attention PRIVATE jax_aiter::jax_aiter)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  target_compile_options(test_ffi_attention PRIVATE -O2)
+endif()

@@ -72,47 +72,12 @@ std::vector<uint16_t> random_matrix(In t, size_t n, std::mt19937& rng) {
   return v;
 }
 
-// ---- device memory ----
-struct DevBuf {
-  CUdeviceptr p = 0;
-  size_t bytes = 0;
-  DevBuf() = default;
-  explicit DevBuf(size_t n) : bytes(n) { CHECK_CU(cuMemAlloc(&p, n > 0 ? n : 1)); }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  DevBuf(DevBuf&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = 0; }
-  DevBuf& operator=(DevBuf&& o) noexcept {
-    std::swap(p, o.p);
-    std::swap(bytes, o.bytes);
-    return *this;
-  }
-  ~DevBuf() {
-    if (p) cuMemFree(p);
-  }
-  void* ptr() const { return reinterpret_cast<void*>(p); }
-};
-template <typename T>
-DevBuf upload(const std::vector<T>& v) {
-  DevBuf b(v.size() * sizeof(T));
-  CHECK_CU(cuMemcpyHtoD(b.p, v.data(), b.bytes));
-  return b;
-}
-
 // ---- kernels and launches ----
 struct Kernel {
   CUfunction f = nullptr;
   size_t arg_bytes = 0;  // the end of the last parameter: what a launch passes
   std::string symbol;
 };
-
-std::vector<char> read_file(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::printf("cannot read %s\n", path);
-    std::exit(2);
-  }
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // Resolves a kernel and checks its parameters against our struct: every field of ours that lies
 // inside the kernel's parameter block must start a parameter of the field's size; the block must
@@ -211,13 +176,6 @@ double rel_error(const std::vector<double>& ref, const std::vector<unsigned char
 double tolerance(int o) { return o == 0 ? 1e-2 : o == 1 ? 2e-3 : 1e-3; }
 
 constexpr size_t kGuard = 4096;  // poisoned bytes after each output that must stay poisoned
-
-bool guard_intact(const std::vector<unsigned char>& out, size_t used) {
-  for (size_t i = used; i < out.size(); ++i) {
-    if (out[i] != 0xFF) return false;
-  }
-  return true;
-}
 
 // ---- 2. portable kernels ----
 struct Shape {

@@ -23,15 +23,27 @@ message(STATUS "jax_aiter: Python tests with ${Python3_EXECUTABLE}")
 
 # ctest builds nothing itself: this fixture brings the handler library up to date before pytest
 # loads it (it is part of `all` too, so after a plain build it is a no-op).
-# Our ABI twins of AITER's BF16 GEMM code objects for gfx942/gfx950, for test_check_aiter.py.
+# Our ABI twins of AITER's code objects for gfx942/gfx950, one code object per twin source
+# (kernels_co/aiter_*.twin.cpp), for test_check_aiter.py: JAX_AITER_TWIN_CO_<ARCH> lists
+# "<twin>=<path>" entries separated by "|".
 set(_twin_env "")
 set(_twin_targets "")
+file(GLOB _twin_sources RELATIVE "${PROJECT_SOURCE_DIR}/kernels_co"
+     "${PROJECT_SOURCE_DIR}/kernels_co/aiter_*.twin.cpp")
 foreach(arch gfx942 gfx950)
-  jax_aiter_compile_kernels(_twin aiter_bf16gemm.twin.cpp ${arch})
-  if(_twin)
+  set(_entries "")
+  foreach(_source IN LISTS _twin_sources)
+    jax_aiter_compile_kernels(_twin ${_source} ${arch})
+    if(_twin)
+      string(REPLACE ".twin.cpp" "" _name "${_source}")
+      list(APPEND _entries "${_name}=${_twin}")
+      list(APPEND _twin_targets "${_twin}")
+    endif()
+  endforeach()
+  if(_entries)
     string(TOUPPER ${arch} _upper)
-    list(APPEND _twin_env "JAX_AITER_TWIN_CO_${_upper}=${_twin}")
-    list(APPEND _twin_targets "${_twin}")
+    string(REPLACE ";" "|" _entries "${_entries}")
+    list(APPEND _twin_env "JAX_AITER_TWIN_CO_${_upper}=${_entries}")
   endif()
 endforeach()
 set(_twin_build "")
@@ -54,6 +66,15 @@ set_tests_properties(python_tests PROPERTIES
   ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1;${_twin_env}"
   FIXTURES_REQUIRED jax_aiter_python_handlers
   DEPENDS python_build_handlers
+  LABELS python
+  TIMEOUT 600)
+
+# The README's main job: the transformer block example, on CPU, must agree with its jnp twin.
+add_test(NAME example_transformer_block
+         COMMAND "${Python3_EXECUTABLE}" "${PROJECT_SOURCE_DIR}/examples/transformer_block.py")
+set_tests_properties(example_transformer_block PROPERTIES
+  ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1;JAX_PLATFORMS=cpu"
+  FIXTURES_REQUIRED jax_aiter_python_handlers
   LABELS python
   TIMEOUT 600)
 

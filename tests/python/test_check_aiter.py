@@ -1,7 +1,8 @@
 """jax-aiter-check-aiter against a directory laid out like an AITER checkout's hsa/, holding our
-own ABI twins of AITER's BF16 GEMM code objects (compiled for gfx942 and gfx950 by the build; the
-paths come in JAX_AITER_TWIN_CO_GFX942 / _GFX950): every code object our tables name is found and
-matches; then one argument of one file is moved and the tool must say so and fail.
+own ABI twins of AITER's code objects (compiled for gfx942 and gfx950 by the build, one code object
+per twin source; JAX_AITER_TWIN_CO_GFX942 / _GFX950 list "aiter_<family>=<path>" entries joined by
+"|"): every code object our tables name is found and matches; then one argument of one file is
+moved and the tool must say so and fail.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import pytest
 
 import jax_aiter
 
-TWINS = {arch: os.environ.get(f"JAX_AITER_TWIN_CO_{arch.upper()}") for arch in ("gfx942", "gfx950")}
+TWINS = {arch: dict(e.split("=", 1) for e in os.environ.get(f"JAX_AITER_TWIN_CO_{arch.upper()}",
+                                                          "").split("|") if e)
+         for arch in ("gfx942", "gfx950")}
+
+
+def _twin_of(family: str) -> str:
+    """The twin source of a catalog family: fmha_v3_fwd and fmha_v3_bwd share aiter_fmha_v3."""
+    return "aiter_" + family.removesuffix("_fwd").removesuffix("_bwd")
 
 
 def _tool(root):
@@ -48,20 +56,21 @@ def _move_argument(path, name: bytes, old: int, new: int):
                                                     "(no clang-22)")
 def test_check_aiter_on_a_twin_layout_and_a_moved_argument(tmp_path):
     wanted = jax_aiter.check_aiter(str(tmp_path))["checked"]  # every code object, all missing
-    assert len(wanted) == 19
+    n = len(wanted)
+    assert n >= 19 + 217  # BF16 GEMM's rows and the v3 attention kernels at least
     for c in wanted:
         dst = tmp_path / "hsa" / c["arch"] / c["code_object"]
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(TWINS[c["arch"]], dst)
+        shutil.copyfile(TWINS[c["arch"]][_twin_of(c["family"])], dst)
     ok = _tool(tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "19 ok, 0 missing, 0 mismatch" in ok.stdout, ok.stdout
+    assert f"{n} ok, 0 missing, 0 mismatch" in ok.stdout, ok.stdout
 
     moved = tmp_path / "hsa/gfx942/bf16gemm/bf16gemm_fp32bf16_tn_32x64_splitk_clean.co"
     _move_argument(moved, b"Kdim", 256, 272)
     bad = _tool(tmp_path)
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert "18 ok, 0 missing, 1 mismatch" in bad.stdout, bad.stdout
+    assert f"{n - 1} ok, 0 missing, 1 mismatch" in bad.stdout, bad.stdout
     assert "mismatch gfx942 bf16gemm/bf16gemm_fp32bf16_tn_32x64_splitk_clean.co" in bad.stdout
     assert "argument 'Kdim': expected offset 272 size 4 (code object), got offset 256" in bad.stdout
 

@@ -63,6 +63,10 @@ struct Target {
   Arch arch = Arch::kHost;
   int compute_units = 1;  // CUs on AMD, SMs on NVIDIA, 1 on the host
   int64_t l2_bytes = 0;   // the device's L2 cache (0 on the host)
+  // The AMD device's PCI device id ("chip id": 0x74a1 MI300X, 0x74a2 MI308X, ...), which tells the
+  // parts of one arch apart where AITER ships a build per part; 0 when unknown (not AMD, or not
+  // readable), which plans as the arch's flagship part.
+  uint32_t pci_chip_id = 0;
 
   constexpr int warp() const { return warp_size(arch); }
 };

@@ -8,6 +8,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -225,15 +226,22 @@ struct Cuda {
   }
 
   // The cubin records each parameter's offset and size. Every field of our struct inside the
-  // parameters' extent must be one of them, exactly; other parameters must lie between fields (the
-  // pad slots of AITER's ABI, which its twins declare as parameters of their own). Fields past the
+  // parameters' extent must be fed whole: by one parameter of its offset and size, or by
+  // contiguous smaller parameters from its offset to its end (AITER declares some 8-byte pointers
+  // as a 4-byte value and a 4-byte pad, which its twins copy: the runtime passes all 8 bytes, as
+  // runtime/kernarg_check.hpp accepts on AMD). Other parameters must lie between fields (the pad
+  // slots of AITER's ABI, which its twins declare as parameters of their own). Fields past the
   // last parameter are fine: the kernel never reads them (AITER's pf3 BF16 GEMM kernels end before
   // ptr_semaphore). Returns the end of the last parameter.
+  static constexpr size_t kMaxFields = 128;
+
   static Expected<size_t> check_parameters(CUfunction f, const kernels::KernelInfo& k) {
     size_t end = 0;
-    uint64_t matched = 0;  // bit i: field i is a parameter
-    static_assert(sizeof(matched) * 8 >= 64);
-    if (k.fields.size() > 64) return Internal("jax_aiter: more than 64 argument fields");
+    std::array<size_t, kMaxFields> fed{};  // bytes of field j fed so far, from its offset
+    if (k.fields.size() > kMaxFields) {
+      return Internal(
+          StrCat("jax_aiter: kernel ", k.symbol, ": more than ", kMaxFields, " argument fields"));
+    }
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
       CUresult r = cuFuncGetParamInfo(f, i, &offset, &size);
@@ -243,19 +251,19 @@ struct Cuda {
         const kernels::ArgField& field = k.fields[j];
         const bool overlaps = offset < field.offset + field.size && field.offset < offset + size;
         if (!overlaps) continue;
-        if (field.offset != offset || field.size != size) {
+        if (offset != field.offset + fed[j] || offset + size > field.offset + field.size) {
           return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol, " parameter ", i,
                                            " (offset ", offset, ", size ", size,
                                            ") is not our field ", field.name, " (offset ",
                                            field.offset, ", size ", field.size, ")"));
         }
-        matched |= uint64_t{1} << j;
+        fed[j] += size;
       }
       end = std::max(end, offset + size);
     }
     for (size_t j = 0; j < k.fields.size(); ++j) {
       const kernels::ArgField& field = k.fields[j];
-      if (field.offset + field.size <= end && !((matched >> j) & 1u)) {
+      if (field.offset + field.size <= end && fed[j] != field.size) {
         return FailedPrecondition(StrCat("jax_aiter: kernel ", k.symbol,
                                          " has no parameter at our field ", field.name, " (offset ",
                                          field.offset, ", size ", field.size, ")"));

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 #include "jax_aiter/core/arch.hpp"
@@ -55,8 +56,29 @@ struct Hip {
       }
       auto arch = parse_gcn_arch_name(prop.gcnArchName);
       if (!arch) return arch.status();
-      return Target{BackendKind::kHip, *arch, prop.multiProcessorCount, prop.l2CacheSize};
+      Target t{BackendKind::kHip, *arch, prop.multiProcessorCount, prop.l2CacheSize};
+      t.pci_chip_id = pci_chip_id(device);
+      return t;
     });
+  }
+
+  // The device's PCI device id (what AITER reads as hipDeviceAttributePciChipId: it picks the
+  // MI308 build of some gfx942 kernels by it), from sysfs at the device's PCI address: that
+  // attribute's number differs between ROCm releases (10019, 10020), and hipDeviceProp_t's
+  // pciDeviceID is the slot, not the id. 0 when unreadable (planned as MI300).
+  static uint32_t pci_chip_id(int device) {
+    char bus_id[64] = {};
+    if (hipDeviceGetPCIBusId(bus_id, static_cast<int>(sizeof bus_id) - 1, device) != hipSuccess) {
+      return 0;
+    }
+    std::string path = "/sys/bus/pci/devices/";
+    for (const char* c = bus_id; *c != '\0'; ++c) {
+      path += static_cast<char>(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);  // sysfs is lower
+    }
+    std::ifstream file(path + "/device");
+    unsigned int id = 0;
+    if (!(file >> std::hex >> id) || id > 0xffff) return 0;
+    return id;
   }
 
   static const Kernel& resolve(int device, const kernels::KernelInfo& info) {

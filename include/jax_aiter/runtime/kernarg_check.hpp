@@ -29,6 +29,27 @@ inline bool is_padding(std::string_view name) {
   return true;
 }
 
+// Whether the kernel receives every byte of our field `f` from its declaration `a` (same offset):
+// a declaration of the same size, or a smaller one followed by padding entries up to the field's
+// end. AITER's hand-written metadata declares some pointers that way (the v3 attention kernels'
+// `ptr_seqstart_q@224:4`, then `pad@228:4`): the runtime copies the padding too, so all 8 bytes of
+// the pointer arrive.
+inline bool fed_whole(const KernelMetadata& md, const KernelArgMetadata& a,
+                      const kernels::ArgField& f) {
+  if (a.size >= f.size) return a.size == f.size;
+  uint64_t end = uint64_t{a.offset} + a.size;
+  const uint64_t want = uint64_t{f.offset} + f.size;
+  while (end < want) {
+    const KernelArgMetadata* next = nullptr;
+    for (const auto& p : md.args) {
+      if (!p.hidden() && is_padding(p.name) && p.offset == end && p.size > 0) next = &p;
+    }
+    if (next == nullptr) return false;
+    end += next->size;
+  }
+  return true;
+}
+
 }  // namespace kernarg_check_detail
 
 // OK when launching `md`'s kernel with our struct `ours` feeds every declared argument from the
@@ -66,7 +87,7 @@ inline Status check_kernel_arguments(const KernelMetadata& md, const kernels::Ke
                                        "' (offset ", a.offset, ", size ", a.size,
                                        ") is not a field of our argument struct"));
     }
-    if (field->offset != a.offset || field->size != a.size) {
+    if (field->offset != a.offset || !kernarg_check_detail::fed_whole(md, a, *field)) {
       return FailedPrecondition(StrCat("jax_aiter: kernel ", md.name, ": argument '", a.name,
                                        "': expected offset ", a.offset, " size ", a.size,
                                        " (code object), got offset ", field->offset, " size ",

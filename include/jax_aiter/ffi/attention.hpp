@@ -1,0 +1,87 @@
+// How flash attention meets XLA (absent optional inputs arrive as u8[0]):
+//   aiter.flash_attn_fwd  (q, k, v, bias?, alibi_slopes?, cu_seqlens_q?, cu_seqlens_k?, rng_key?)
+//                         -> (out, lse)
+//   aiter.flash_attn_bwd  (dout, q, k, v, out, lse, bias?, alibi_slopes?, cu_seqlens_q?,
+//                          cu_seqlens_k?, rng_key?) -> (dq, dk, dv, dbias, workspace)
+//   aiter.attn_dropout_mask (rng_key) -> keep
+// Attributes: softmax_scale, causal, window_left, window_right, dropout_p, max_seqlen_q,
+// max_seqlen_k, bf16_cvt; the backward adds deterministic and atomic32. dbias is f32[0] when there
+// is no bias.
+#pragma once
+
+#include <array>
+
+#include "jax_aiter/ffi/binder.hpp"
+#include "jax_aiter/ffi/spec.hpp"
+#include "jax_aiter/ops/attention.hpp"
+
+namespace jax_aiter::ffi {
+
+namespace attention_spec {
+template <typename P>
+constexpr auto options() {
+  using O = ops::AttnOptions;
+  return std::array{attr_in<&P::opt, &O::softmax_scale>("softmax_scale", kRequired),
+                    attr_in<&P::opt, &O::causal>("causal"),
+                    attr_in<&P::opt, &O::window_left>("window_left"),
+                    attr_in<&P::opt, &O::window_right>("window_right"),
+                    attr_in<&P::opt, &O::dropout_p>("dropout_p"),
+                    attr_in<&P::opt, &O::max_seqlen_q>("max_seqlen_q"),
+                    attr_in<&P::opt, &O::max_seqlen_k>("max_seqlen_k"),
+                    attr_in<&P::opt, &O::bf16_cvt>("bf16_cvt")};
+}
+}  // namespace attention_spec
+
+template <>
+struct FfiSpec<ops::FlashAttnFwd> {
+  using P = ops::FlashAttnFwd::Params;
+  static constexpr std::array operands{input("q", &P::q),
+                                       input("k", &P::k),
+                                       input("v", &P::v),
+                                       optional_input("bias", &P::bias),
+                                       optional_input("alibi_slopes", &P::alibi_slopes),
+                                       optional_input("cu_seqlens_q", &P::cu_seqlens_q),
+                                       optional_input("cu_seqlens_k", &P::cu_seqlens_k),
+                                       optional_input("rng_key", &P::rng_key),
+                                       output("out", &P::out),
+                                       output("lse", &P::lse)};
+  static constexpr auto attributes = attention_spec::options<P>();
+};
+
+template <>
+struct FfiSpec<ops::FlashAttnBwd> {
+  using P = ops::FlashAttnBwd::Params;
+  static constexpr std::array operands{input("dout", &P::dout),
+                                       input("q", &P::q),
+                                       input("k", &P::k),
+                                       input("v", &P::v),
+                                       input("out", &P::out),
+                                       input("lse", &P::lse),
+                                       optional_input("bias", &P::bias),
+                                       optional_input("alibi_slopes", &P::alibi_slopes),
+                                       optional_input("cu_seqlens_q", &P::cu_seqlens_q),
+                                       optional_input("cu_seqlens_k", &P::cu_seqlens_k),
+                                       optional_input("rng_key", &P::rng_key),
+                                       output("dq", &P::dq),
+                                       output("dk", &P::dk),
+                                       output("dv", &P::dv),
+                                       output("dbias", &P::dbias),
+                                       workspace(&P::workspace)};
+  static constexpr auto attributes = [] {
+    constexpr auto opts = attention_spec::options<P>();
+    std::array<AttrSpec<P>, opts.size() + 2> all{};
+    for (size_t i = 0; i < opts.size(); ++i) all[i] = opts[i];
+    all[opts.size()] = attr<&P::deterministic>("deterministic");
+    all[opts.size() + 1] = attr<&P::atomic32>("atomic32");
+    return all;
+  }();
+};
+
+template <>
+struct FfiSpec<ops::AttnDropoutMask> {
+  using P = ops::AttnDropoutMask::Params;
+  static constexpr std::array operands{input("rng_key", &P::rng_key), output("keep", &P::keep)};
+  static constexpr std::array attributes{attr<&P::dropout_p>("dropout_p", kRequired)};
+};
+
+}  // namespace jax_aiter::ffi

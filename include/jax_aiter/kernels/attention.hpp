@@ -1,0 +1,136 @@
+// ABI of our portable attention kernels (kernels_co/attention.kernel.cpp, code object "attention"):
+// the argument structs and their metadata fields, generated from the X-macro lists of
+// kernels/shared/attention.h that the kernel source declares its parameters from, and the kernel
+// tables.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/shared/attention.h"
+
+namespace jax_aiter::kernels {
+
+#define JA_ATTN_MEMBER(T, name) T name;
+struct AttnFwdArgs {
+  JAX_AITER_ATTN_FWD_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+struct AttnBwdArgs {
+  JAX_AITER_ATTN_BWD_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+struct AttnGqaReduceArgs {
+  JAX_AITER_ATTN_GQA_REDUCE_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+struct AttnDropoutMaskArgs {
+  JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+#undef JA_ATTN_MEMBER
+
+// No padding anywhere: the structs are the kernels' parameter lists byte for byte.
+static_assert(sizeof(AttnFwdArgs) == 10 * 8 + 18 * 8 + 16 * 4);
+static_assert(sizeof(AttnBwdArgs) == 16 * 8 + 33 * 8 + 16 * 4);
+static_assert(sizeof(AttnGqaReduceArgs) == 3 * 8 + 4 * 4);
+static_assert(sizeof(AttnDropoutMaskArgs) == 2 * 8 + 6 * 4);
+
+#define JA_ATTN_FIELD(Struct, T, name) JAX_AITER_ARG_FIELD(Struct, name),
+#define JA_ATTN_FWD_FIELD(T, name) JA_ATTN_FIELD(AttnFwdArgs, T, name)
+#define JA_ATTN_BWD_FIELD(T, name) JA_ATTN_FIELD(AttnBwdArgs, T, name)
+#define JA_ATTN_GQA_FIELD(T, name) JA_ATTN_FIELD(AttnGqaReduceArgs, T, name)
+#define JA_ATTN_MASK_FIELD(T, name) JA_ATTN_FIELD(AttnDropoutMaskArgs, T, name)
+inline constexpr ArgField kAttnFwdFields[] = {
+    JAX_AITER_ATTN_FWD_ARGS(JA_ATTN_FWD_FIELD, JA_ATTN_FWD_FIELD)};
+inline constexpr ArgField kAttnBwdFields[] = {
+    JAX_AITER_ATTN_BWD_ARGS(JA_ATTN_BWD_FIELD, JA_ATTN_BWD_FIELD)};
+inline constexpr ArgField kAttnGqaReduceFields[] = {
+    JAX_AITER_ATTN_GQA_REDUCE_ARGS(JA_ATTN_GQA_FIELD, JA_ATTN_GQA_FIELD)};
+inline constexpr ArgField kAttnDropoutMaskFields[] = {
+    JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_MASK_FIELD, JA_ATTN_MASK_FIELD)};
+#undef JA_ATTN_FIELD
+#undef JA_ATTN_FWD_FIELD
+#undef JA_ATTN_BWD_FIELD
+#undef JA_ATTN_GQA_FIELD
+#undef JA_ATTN_MASK_FIELD
+
+inline constexpr std::string_view kAttnCodeObject = "attention";
+
+// The kernels of one (dtype, head-dim bucket): forward, and the backward's dkdv and dq passes.
+struct AttnKernels {
+  DType dtype;
+  int head_dim;  // the largest d and dv these kernels take
+  KernelInfo fwd, dkdv, dq;
+};
+// The kernels of one dtype that do not depend on the head dim.
+struct AttnDtypeKernels {
+  DType dtype;
+  KernelInfo bwd_pre, gqa_reduce;
+};
+
+namespace attention_detail {
+constexpr KernelInfo fwd_kernel(std::string_view symbol) {
+  return {kAttnCodeObject, symbol, sizeof(AttnFwdArgs), kAttnFwdFields};
+}
+constexpr KernelInfo bwd_kernel(std::string_view symbol) {
+  return {kAttnCodeObject, symbol, sizeof(AttnBwdArgs), kAttnBwdFields};
+}
+// clang-format off
+#define JA_ATTN_KERNELS(tag, Elem, D)                                                   \
+  AttnKernels{DType::k##Elem, D, fwd_kernel("jax_aiter_attn_fwd_" #tag "_d" #D),         \
+              bwd_kernel("jax_aiter_attn_bwd_dkdv_" #tag "_d" #D),                       \
+              bwd_kernel("jax_aiter_attn_bwd_dq_" #tag "_d" #D)},
+#define JA_ATTN_DTYPE_KERNELS(tag, Elem)                                                         \
+  AttnDtypeKernels{DType::k##Elem, bwd_kernel("jax_aiter_attn_bwd_pre_" #tag),                 \
+                   KernelInfo{kAttnCodeObject, "jax_aiter_attn_gqa_reduce_" #tag,               \
+                              sizeof(AttnGqaReduceArgs), kAttnGqaReduceFields}},
+inline constexpr AttnKernels kKernels[] = {JAX_AITER_ATTN_KERNELS(JA_ATTN_KERNELS)};
+inline constexpr AttnDtypeKernels kDtypeKernels[] = {JAX_AITER_ATTN_DTYPES(JA_ATTN_DTYPE_KERNELS)};
+#undef JA_ATTN_KERNELS
+#undef JA_ATTN_DTYPE_KERNELS
+// clang-format on
+}  // namespace attention_detail
+
+inline constexpr std::span<const AttnKernels> kAttnKernels = attention_detail::kKernels;
+inline constexpr std::span<const AttnDtypeKernels> kAttnDtypeKernels =
+    attention_detail::kDtypeKernels;
+inline constexpr KernelInfo kAttnDropoutMaskKernel{kAttnCodeObject, "jax_aiter_attn_dropout_mask",
+                                                   sizeof(AttnDropoutMaskArgs),
+                                                   kAttnDropoutMaskFields};
+
+// The index into kHeadDims of the smallest bucket that holds head dims d and dv (both <= 256).
+constexpr int attn_head_dim_bucket(int64_t d, int64_t dv) {
+  const int64_t need = d > dv ? d : dv;
+  int i = 0;
+  while (i + 1 < static_cast<int>(std::size(attention::kHeadDims)) &&
+         attention::kHeadDims[i] < need) {
+    ++i;
+  }
+  return i;
+}
+
+// The kernels for inputs of dtype t (bf16 or f16) and head-dim bucket `bucket`.
+constexpr const AttnKernels& attn_kernels(DType t, int bucket) {
+  for (const AttnKernels& k : kAttnKernels) {
+    if (k.dtype == t && k.head_dim == attention::kHeadDims[bucket]) return k;
+  }
+  return kAttnKernels[0];  // unreachable for bf16/f16 and a valid bucket (static_asserts below)
+}
+constexpr const AttnDtypeKernels& attn_dtype_kernels(DType t) {
+  return t == DType::kF16 ? kAttnDtypeKernels[1] : kAttnDtypeKernels[0];
+}
+
+constexpr int attn_bias_dtype(DType t) {
+  return t == DType::kBF16  ? attention::kAttnBF16
+         : t == DType::kF16 ? attention::kAttnF16
+                            : attention::kAttnF32;
+}
+
+static_assert(attn_kernels(DType::kF16, 2).fwd.symbol == "jax_aiter_attn_fwd_f16_d256");
+static_assert(attn_kernels(DType::kBF16, 0).dq.symbol == "jax_aiter_attn_bwd_dq_bf16_d64");
+static_assert(attn_dtype_kernels(DType::kF16).bwd_pre.symbol == "jax_aiter_attn_bwd_pre_f16");
+static_assert(attn_head_dim_bucket(59, 64) == 0 && attn_head_dim_bucket(192, 128) == 2);
+
+}  // namespace jax_aiter::kernels

@@ -1,0 +1,191 @@
+// Facts of our portable attention kernels that the kernel source (kernels_co/attention.kernel.cpp),
+// the host twins (host_twins/attention.hpp) and the planner (ops/attention_portable.hpp) all read:
+// the argument lists (one X-macro each: the host struct, the kernel parameters and the metadata
+// field list are generated from it, so they cannot drift), the kernels built, and the math that
+// must be bit-for-bit the same everywhere (which keys a query sees, ALiBi, the dropout RNG).
+// Plain C++ with no includes: nvcc and clang-22 (-nogpuinc) compile it into the kernels too.
+#pragma once
+
+#if defined(__CUDACC__)
+#define JAX_AITER_ATTN_HD __host__ __device__ inline
+#elif defined(__HIP__)
+#define JAX_AITER_ATTN_HD __attribute__((host, device)) inline
+#else
+#define JAX_AITER_ATTN_HD inline
+#endif
+
+// ---- argument lists -----------------------------------------------------------------------------
+// X(type, name) for every parameter but the first, F(type, name) for the first (a kernel parameter
+// list needs commas between, a struct semicolons after). Strides are in elements. Layouts:
+//   batch mode:  q [b, sq, hq, d], k [b, sk, hk, d], v [b, sk, hk, dv], out [b, sq, hq, dv],
+//                lse [b, hq, sq] float32;
+//   varlen mode: (cu_seqlens_q/k non-null) q [total_q, hq, d], ..., lse [hq, total_q]; the batch
+//                strides are 0 and sequence s starts at row cu_seqlens[s] of its tensor.
+// seqlen_q / seqlen_k are the lengths in batch mode and the maxima (max_seqlen_*) in varlen mode:
+// the grid covers that many rows, and a sequence longer than its maximum is clamped to it.
+// total_q / total_k are the rows of q / k: a varlen kernel clamps every cu_seqlens entry into
+// [0, total] (and a sequence's end to at least its start), so bad offsets read and write nothing
+// out of bounds (their rows' values are then unspecified: offsets are device data, never checked
+// by the host).
+// window_left / window_right: the keys a query sees (see attn_visible), -1 unbounded; causal is
+// (-1, 0). bias: [.., .., sq, sk] with broadcast dimensions at stride 0, of bias_dtype (kAttnF32,
+// kAttnBF16, kAttnF16), or null. alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq]
+// (stride hq), or null. rng_key: two u32 words (see attn_dropout_keep), read only when
+// dropout_threshold > 0; kept values are scaled by dropout_scale = 1 / (1 - p).
+// clang-format off
+#define JAX_AITER_ATTN_FWD_ARGS(F, X)                                                            \
+  F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
+  X(const float*, alibi_slopes) X(const int*, cu_seqlens_q) X(const int*, cu_seqlens_k)          \
+  X(const unsigned*, rng_key) X(void*, out) X(float*, lse)                                        \
+  X(long long, q_batch_stride) X(long long, q_seq_stride) X(long long, q_head_stride)             \
+  X(long long, k_batch_stride) X(long long, k_seq_stride) X(long long, k_head_stride)             \
+  X(long long, v_batch_stride) X(long long, v_seq_stride) X(long long, v_head_stride)             \
+  X(long long, o_batch_stride) X(long long, o_seq_stride) X(long long, o_head_stride)             \
+  X(long long, bias_batch_stride) X(long long, bias_head_stride) X(long long, bias_row_stride)    \
+  X(long long, bias_col_stride) X(long long, lse_batch_stride) X(long long, lse_head_stride)      \
+  X(int, batch) X(int, seqlen_q) X(int, seqlen_k) X(int, total_q) X(int, total_k)           \
+  X(int, heads_q) X(int, heads_k)                                                                 \
+  X(int, head_dim) X(int, head_dim_v) X(int, window_left) X(int, window_right)                    \
+  X(int, alibi_batch_stride) X(unsigned, dropout_threshold) X(float, scale)                       \
+  X(float, dropout_scale) X(int, bias_dtype)
+
+// The backward's three kernels (pre: delta = rowsum(dout * out); dkdv; dq) read one list.
+// delta has lse's layout. dbias (float32, or null): the gradient of the scores before the
+// broadcast, [b, hq, sq, sk] at dbias_*_stride; the caller sums it down to the bias's shape.
+// dk / dv of a key head sum over the heads_q / heads_k query heads that read it.
+#define JAX_AITER_ATTN_BWD_ARGS(F, X)                                                            \
+  F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
+  X(const float*, alibi_slopes) X(const int*, cu_seqlens_q) X(const int*, cu_seqlens_k)          \
+  X(const unsigned*, rng_key) X(const void*, out) X(const void*, dout) X(const float*, lse)       \
+  X(float*, delta) X(void*, dq) X(void*, dk) X(void*, dv) X(float*, dbias)                        \
+  X(long long, q_batch_stride) X(long long, q_seq_stride) X(long long, q_head_stride)             \
+  X(long long, k_batch_stride) X(long long, k_seq_stride) X(long long, k_head_stride)             \
+  X(long long, v_batch_stride) X(long long, v_seq_stride) X(long long, v_head_stride)             \
+  X(long long, o_batch_stride) X(long long, o_seq_stride) X(long long, o_head_stride)             \
+  X(long long, do_batch_stride) X(long long, do_seq_stride) X(long long, do_head_stride)          \
+  X(long long, dq_batch_stride) X(long long, dq_seq_stride) X(long long, dq_head_stride)          \
+  X(long long, dk_batch_stride) X(long long, dk_seq_stride) X(long long, dk_head_stride)          \
+  X(long long, dv_batch_stride) X(long long, dv_seq_stride) X(long long, dv_head_stride)          \
+  X(long long, bias_batch_stride) X(long long, bias_head_stride) X(long long, bias_row_stride)    \
+  X(long long, bias_col_stride) X(long long, dbias_batch_stride) X(long long, dbias_head_stride)  \
+  X(long long, dbias_row_stride) X(long long, lse_batch_stride) X(long long, lse_head_stride)     \
+  X(int, batch) X(int, seqlen_q) X(int, seqlen_k) X(int, total_q) X(int, total_k)           \
+  X(int, heads_q) X(int, heads_k)                                                                 \
+  X(int, head_dim) X(int, head_dim_v) X(int, window_left) X(int, window_right)                    \
+  X(int, alibi_batch_stride) X(unsigned, dropout_threshold) X(float, scale)                       \
+  X(float, dropout_scale) X(int, bias_dtype)
+
+// dst[b, s, hk, d] = sum over g < group of src[b, s, hk * group + g, d] (float32 sums, stored in
+// dtype): AITER's GQA backward writes dk/dv per query head into a workspace, this folds them.
+// Contiguous [rows, heads, dim] on both sides (rows = b * sk, or total_k).
+#define JAX_AITER_ATTN_GQA_REDUCE_ARGS(F, X)                                                     \
+  F(const void*, src) X(void*, dst) X(long long, rows) X(int, heads_k) X(int, group) X(int, dim)  \
+  X(int, pad)
+
+// keep[b, h, i, j] (uint8, 1 kept, 0 dropped) for a [b, hq, sq, sk] score grid, the very bits the
+// attention kernels use (attn_dropout_keep).
+#define JAX_AITER_ATTN_DROPOUT_MASK_ARGS(F, X)                                                   \
+  F(const unsigned*, rng_key) X(unsigned char*, keep) X(int, batch) X(int, heads) X(int, seqlen_q) \
+  X(int, seqlen_k) X(unsigned, dropout_threshold) X(int, pad)
+// clang-format on
+
+// ---- the kernels built --------------------------------------------------------------------------
+// One forward, dkdv and dq kernel per X(tag, Elem, D): inputs of dtype Elem, head dims up to D
+// (d and dv both; the host takes the smallest D that fits). One pre and one GQA reduction per
+// Y(tag, Elem). The dropout-mask kernel is jax_aiter_attn_dropout_mask.
+// Names: jax_aiter_attn_{fwd,bwd_dkdv,bwd_dq}_<tag>_d<D>,
+// jax_aiter_attn_{bwd_pre,gqa_reduce}_<tag>.
+// clang-format off
+#define JAX_AITER_ATTN_KERNELS(X) \
+  X(bf16, BF16, 64) X(bf16, BF16, 128) X(bf16, BF16, 256) \
+  X(f16, F16, 64) X(f16, F16, 128) X(f16, F16, 256)
+#define JAX_AITER_ATTN_DTYPES(Y) Y(bf16, BF16) Y(f16, F16)
+// clang-format on
+
+namespace jax_aiter::kernels::attention {
+
+inline constexpr int kMaxHeadDim = 256;
+inline constexpr int kHeadDims[] = {64, 128, 256};  // the D of JAX_AITER_ATTN_KERNELS, ascending
+
+// bias_dtype codes.
+inline constexpr int kAttnF32 = 0;
+inline constexpr int kAttnBF16 = 1;
+inline constexpr int kAttnF16 = 2;
+
+// Launch shapes, per head-dim bucket (index into kHeadDims): query rows per block of the forward
+// and dq kernels, key rows per block of the dkdv kernel, threads per block (4 warps on sm_90, 2
+// waves on AMD). The grids:
+//   fwd, dq:  (ceil(seqlen_q / kRowsQ), heads_q, batch)
+//   dkdv:     (ceil(seqlen_k / kRowsK), heads_k, batch)
+//   pre:      (ceil(seqlen_q / kPreRows), heads_q, batch), kPreThreads threads
+//   gqa:      (ceil(rows * heads_k * dim / (kReduceThreads * 4)), 1, 1), kReduceThreads threads
+//   mask:     (ceil(seqlen_k / 4 / kMaskThreads), seqlen_q, batch * heads), kMaskThreads threads
+// Why these numbers (kernels_co/attention.kernel.cpp, AttnConfig, has the per-kernel tiles): 48 KiB
+// of static shared memory a block; 64 query rows a block of 4 warps (16 a warp: one m16 block, so
+// the float32 output, 64 registers at D = 128, leaves room for 64-key K and V tiles without
+// spilling); dkdv keeps 16 keys a warp (dk and dv both accumulate in registers), at D = 256 two
+// warps share them. Measured on the H100 against 128 rows a block (32 a warp, 32-key tiles, which
+// spill): faster or within run-to-run noise (benchmarks/gpu/NOTES.md, "Attention kernels").
+inline constexpr int kRowsQ[] = {64, 64, 64};
+inline constexpr int kRowsK[] = {64, 64, 32};
+inline constexpr int kThreads[] = {128, 128, 128};
+inline constexpr int kPreRows = 32;
+inline constexpr int kPreThreads = 256;
+inline constexpr int kReduceThreads = 256;
+inline constexpr int kMaskThreads = 128;
+
+// Whether query row i sees key column j (both counted from their sequence's start) in a sequence
+// of sq queries and sk keys: the window is aligned to the bottom-right corner (the last query
+// sees the last key), as flash-attn and AITER align causal masks. -1 leaves a side unbounded.
+JAX_AITER_ATTN_HD bool attn_visible(long long i, long long j, long long sq, long long sk, int left,
+                                    int right) {
+  const long long diagonal = i + sk - sq;
+  if (left >= 0 && j < diagonal - left) return false;
+  if (right >= 0 && j > diagonal + right) return false;
+  return true;
+}
+
+// The ALiBi term added to score (i, j): -slope * |i + sk - sq - j| (flash-attn's convention).
+JAX_AITER_ATTN_HD float attn_alibi(float slope, long long i, long long j, long long sq,
+                                   long long sk) {
+  const long long distance = i + sk - sq - j;
+  return -slope * static_cast<float>(distance < 0 ? -distance : distance);
+}
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): four u32
+// words from a 128-bit counter and a 64-bit key.
+struct Philox4 {
+  unsigned v[4];
+};
+JAX_AITER_ATTN_HD Philox4 philox4x32_10(unsigned c0, unsigned c1, unsigned c2, unsigned c3,
+                                        unsigned k0, unsigned k1) {
+  constexpr unsigned long long kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr unsigned kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const unsigned long long p0 = kM0 * c0, p1 = kM1 * c2;
+    const unsigned hi0 = static_cast<unsigned>(p0 >> 32), lo0 = static_cast<unsigned>(p0);
+    const unsigned hi1 = static_cast<unsigned>(p1 >> 32), lo1 = static_cast<unsigned>(p1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return {{c0, c1, c2, c3}};
+}
+
+// Whether dropout keeps score (b, h, i, j) (i, j counted from the sequence's start; b the sequence
+// index in varlen mode): a pure function of the key and the position, so forward, backward and
+// dropout_mask agree whatever the tiling or tier. One Philox call serves 4 adjacent columns:
+// counter (i, j / 4, h, b), word j % 4; the score is dropped when that word is below
+// threshold = min(floor(p 2^32), 2^32 - 1).
+JAX_AITER_ATTN_HD bool attn_dropout_keep(const unsigned* key, int b, int h, long long i,
+                                         long long j, unsigned threshold) {
+  const Philox4 r =
+      philox4x32_10(static_cast<unsigned>(i), static_cast<unsigned>(j >> 2),
+                    static_cast<unsigned>(h), static_cast<unsigned>(b), key[0], key[1]);
+  return r.v[j & 3] >= threshold;
+}
+
+}  // namespace jax_aiter::kernels::attention

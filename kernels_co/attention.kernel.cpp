@@ -1,0 +1,958 @@
+// Portable flash attention, forward and backward: one source for gfx942/gfx950 (clang-22, MFMA,
+// wave64) and sm_90 (nvcc, mma.sync + ldmatrix + cp.async, warp of 32). FlashAttention-2's
+// algorithm (online softmax in float32, P and dS fed from registers into the next product, see
+// jax_aiter_attn_mma.hpp), with every feature of include/jax_aiter/kernels/shared/attention.h:
+// batch and varlen, MHA/GQA/MQA, head dims up to the bucket (d and dv multiples of 8, may differ),
+// bottom-right causal masks and windows (fully masked key tiles skipped), bias of any dtype with
+// broadcast strides (and its gradient), ALiBi, dropout (attn_dropout_keep, the same bits as the
+// host and dropout_mask), lse.
+//
+// The parameter lists ARE the ABI: every kernel declares its parameters from the X-macro lists of
+// kernels/shared/attention.h, which include/jax_aiter/kernels/attention.hpp turns into the host
+// structs and metadata field lists.
+//
+// Preconditions the kernels do not check (the host's dense layouts satisfy them): q, k, v, out,
+// dout, dq, dk, dv 16-byte aligned with sequence, head and batch strides multiples of 8 elements
+// (tiles move in 16-byte chunks); heads_q a multiple of heads_k.
+//
+// Work layout (numbers per head-dim bucket in AttnConfig below; the grids are the header's):
+//   forward (grid: query tiles of kRowsQ, heads_q, batch): a warp owns 16 MI query rows, keeps
+//     Q in shared memory, streams K and V in tiles of kFwdKeys keys (single buffers, FA2's overlap:
+//     V(t) loads under Q K(t)^T, K(t+1) under P V(t)).
+//   dkdv (grid: key tiles of kRowsK, heads_k, batch): K and V of the tile stay in shared memory; a
+//     warp owns 16 MI keys (kDkdvSplit warps share them for d = 256, each keeping half the dk/dv
+//     columns and recomputing the scores); loops over the query heads of its group and the query
+//     tiles (kDkdvRows rows) that can see its keys: S^T = K Q^T, P^T from lse, dP^T = V dO^T,
+//     dS^T, dk += dS^T Q, dv += (P^T Z) dO in float32 registers; no atomics.
+//   dq (grid: query tiles of kRowsQ, heads_q, batch), in passes of kDqRows rows: dq += dS K over
+//     the visible key tiles (kDqKeys), dbias = dS; no atomics.
+// Tiles are zero-filled past the sequence and past d / dv up to the bucket: every product runs at
+// the bucket's full width (d = 192 in the 256 bucket computes 256 wide), with no guards inside
+// the unrolled loops.
+//
+// Measured (NVIDIA H100 80GB HBM3, 2026-11-25, tests/gpu/cuda_attention_kernels.cpp, bf16, CUDA
+// events, median of 20; log in benchmarks/gpu/NOTES.md "Attention kernels"): 96/96 checks against
+// a float64 reference; forward 222 / 249 / 147 / 245 TFLOP/s (0.46 / 0.44 / 1.28 / 0.42 of cuDNN)
+// and backward 128 / 144 / 68 / 142 TFLOP/s at b4 s4096 hq32 hk8 d128 causal / b4 s4096 hq=hk=32
+// d128 / b16 s1024 hq=hk=16 d64 causal / b1 s16384 hq32 hk8 d128 causal. What limits it: the
+// tensor pipe is ~37% busy; mma.sync with ~6 issued instructions and 0.56 ldmatrix per HMMA in the
+// forward loop, 8 warps an SM (255 registers), and 48 KiB of static shared memory (no 128 x 64
+// tile, no K/V double buffer); more warps with smaller tiles measured slower. wgmma (sm_90a) is
+// the next step. Tiles and register caps below are the best of the variants measured (NOTES.md).
+#include "jax_aiter/kernels/shared/attention.h"
+#include "jax_aiter_attn_mma.hpp"
+
+namespace ja {
+
+namespace attn = jax_aiter::kernels::attention;
+
+inline constexpr int kAttnSmemBudget = 48 * 1024;  // static shared memory, no opt-in
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+
+constexpr int attn_bucket(int d) { return d <= 64 ? 0 : d <= 128 ? 1 : 2; }
+
+// Tile shapes per head-dim bucket D (threads and the grids' row counts come from the header).
+template <int D>
+struct AttnConfig {
+  static constexpr int kBucket = attn_bucket(D);
+  static_assert(attn::kHeadDims[kBucket] == D, "a head-dim bucket of JAX_AITER_ATTN_KERNELS");
+  static constexpr int kThreads = attn::kThreads[kBucket];
+  static constexpr int kRowsQ = attn::kRowsQ[kBucket];
+  static constexpr int kRowsK = attn::kRowsK[kBucket];
+  // Forward: keys a tile. Q [kRowsQ x D] + K, V [kFwdKeys x D] fill the 48 KiB at D = 128, 256
+  // (at D = 128, 64 rows x 64 keys; 128 rows x 32 keys measured no faster and spills).
+  static constexpr int kFwdKeys = D <= 64 ? 64 : D <= 128 ? 4096 / kRowsQ : 16;
+  // dq: rows a pass (Q and dO [kDqRows x D] in shared memory), keys a tile, warps a row group.
+  static constexpr int kDqRows = D <= 128 ? 64 : 32;
+  static constexpr int kDqKeys = D <= 128 ? 32 : 16;
+  static constexpr int kDqSplit = D <= 128 ? 1 : 2;
+  // dkdv: query rows a tile, warps a key group (each keeps D / split columns of dk and dv).
+  static constexpr int kDkdvRows = D <= 64 ? 64 : D <= 128 ? 32 : 16;
+  static constexpr int kDkdvSplit = D <= 128 ? 1 : 2;
+  // Blocks an SM must hold at once (__launch_bounds__'s second argument, a register cap: 3 blocks
+  // of 128 threads leave 168 registers a thread). Measured on the H100 (benchmarks/gpu/NOTES.md):
+  // 3 blocks win for the d64 forward and the d64/d128 dq pass despite a few spilled registers, and
+  // lose 18% for the d128 forward (344 bytes spilled); dkdv keeps dk and dv in registers (1).
+  static constexpr int kFwdMinBlocks = D <= 64 ? 3 : 1;
+  static constexpr int kDkdvMinBlocks = 1;
+  static constexpr int kDqMinBlocks = D <= 128 ? 3 : 1;
+};
+
+// ---- parameters: the argument lists as structs --------------------------------------------------
+#define JA_ATTN_MEMBER(T, n) T n;
+struct FwdParams {
+  JAX_AITER_ATTN_FWD_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+struct BwdParams {
+  JAX_AITER_ATTN_BWD_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+struct GqaReduceParams {
+  JAX_AITER_ATTN_GQA_REDUCE_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+struct DropoutMaskParams {
+  JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_MEMBER, JA_ATTN_MEMBER)
+};
+#undef JA_ATTN_MEMBER
+
+JA_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+JA_DEVICE int imax(int a, int b) { return a > b ? a : b; }
+JA_DEVICE long long lmin(long long a, long long b) { return a < b ? a : b; }
+JA_DEVICE long long lmax(long long a, long long b) { return a > b ? a : b; }
+JA_DEVICE float inf() { return __builtin_huge_valf(); }
+
+// ---- sequences, visibility ----------------------------------------------------------------------
+
+// Where sequence b lies: its first row in q / k (0 in batch mode, where the batch stride moves)
+// and its lengths, clamped as the header says.
+struct Seq {
+  long long q_start, k_start;
+  int q_len, k_len;
+};
+JA_DEVICE int clamp_to(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+template <class P>
+JA_DEVICE Seq sequence(const P& p, int b) {
+  Seq s{0, 0, p.seqlen_q, p.seqlen_k};
+  if (p.cu_seqlens_q != nullptr) {
+    const int a = clamp_to(p.cu_seqlens_q[b], 0, p.total_q);
+    const int e = clamp_to(p.cu_seqlens_q[b + 1], a, p.total_q);
+    s.q_start = a;
+    s.q_len = imin(e - a, p.seqlen_q);
+  }
+  if (p.cu_seqlens_k != nullptr) {
+    const int a = clamp_to(p.cu_seqlens_k[b], 0, p.total_k);
+    const int e = clamp_to(p.cu_seqlens_k[b + 1], a, p.total_k);
+    s.k_start = a;
+    s.k_len = imin(e - a, p.seqlen_k);
+  }
+  return s;
+}
+
+struct Range {
+  int lo, hi;  // empty when hi <= lo
+};
+// The keys that some query row in [r0, r1) sees (attn_visible solved for j).
+JA_DEVICE Range keys_seen(int r0, int r1, const Seq& s, int left, int right) {
+  const long long off = static_cast<long long>(s.k_len) - s.q_len;
+  long long lo = 0, hi = s.k_len;
+  if (left >= 0) lo = lmax(lo, r0 + off - left);
+  if (right >= 0) hi = lmin(hi, (r1 - 1) + off + right + 1);
+  return {static_cast<int>(lmin(lo, s.k_len)), static_cast<int>(lmax(hi, 0))};
+}
+// The query rows that see some key in [c0, c1) (attn_visible solved for i).
+JA_DEVICE Range queries_seeing(int c0, int c1, const Seq& s, int left, int right) {
+  const long long off = static_cast<long long>(s.k_len) - s.q_len;
+  long long lo = 0, hi = s.q_len;
+  if (right >= 0) lo = lmax(lo, c0 - off - right);
+  if (left >= 0) hi = lmin(hi, (c1 - 1) - off + left + 1);
+  return {static_cast<int>(lmin(lo, s.q_len)), static_cast<int>(lmax(hi, 0))};
+}
+// Whether the tile of query rows [r0, r1) x keys [c0, c1) needs no per-element test: inside both
+// sequences and entirely visible.
+JA_DEVICE bool tile_unmasked(int r0, int r1, int c0, int c1, const Seq& s, int left, int right) {
+  if (r1 > s.q_len || c1 > s.k_len) return false;
+  const long long off = static_cast<long long>(s.k_len) - s.q_len;
+  return (left < 0 || c0 >= (r1 - 1) + off - left) && (right < 0 || c1 - 1 <= r0 + off + right);
+}
+JA_DEVICE bool visible(int i, int j, const Seq& s, int left, int right) {
+  return i < s.q_len && j < s.k_len && attn::attn_visible(i, j, s.q_len, s.k_len, left, right);
+}
+
+JA_DEVICE float bias_at(const void* bias, int dtype, long long idx) {
+  if (dtype == attn::kAttnF32) return static_cast<const float*>(bias)[idx];
+  const uint16_t v = static_cast<const uint16_t*>(bias)[idx];
+  return dtype == attn::kAttnBF16 ? BF16::load(v) : F16::load(v);
+}
+
+// The score terms of one (batch, query head) beyond scale * q.k: bias and ALiBi.
+struct ScoreExtras {
+  const void* bias;  // at (b, h), or null
+  long long bias_row, bias_col;
+  int bias_dtype;
+  float slope;  // ALiBi slope
+  bool alibi;
+  JA_DEVICE bool any() const { return bias != nullptr || alibi; }
+  // scale * qk + bias + alibi for (i, j) inside the sequence.
+  JA_DEVICE float apply(float scaled, int i, int j, const Seq& s) const {
+    if (bias != nullptr) scaled += bias_at(bias, bias_dtype, i * bias_row + j * bias_col);
+    if (alibi) scaled += attn::attn_alibi(slope, i, j, s.q_len, s.k_len);
+    return scaled;
+  }
+};
+template <class P>
+JA_DEVICE ScoreExtras score_extras(const P& p, int b, int h) {
+  ScoreExtras x;
+  x.bias = p.bias == nullptr ? nullptr
+                             : static_cast<const unsigned char*>(p.bias) +
+                                   (b * p.bias_batch_stride + h * p.bias_head_stride) *
+                                       (p.bias_dtype == attn::kAttnF32 ? 4 : 2);
+  x.bias_row = p.bias_row_stride;
+  x.bias_col = p.bias_col_stride;
+  x.bias_dtype = p.bias_dtype;
+  x.alibi = p.alibi_slopes != nullptr;
+  x.slope = x.alibi ? p.alibi_slopes[b * p.alibi_batch_stride + h] : 0.f;
+  return x;
+}
+
+// The dropout factor Z of score (b, h, i, j): 1 / (1 - p) when kept, 0 when dropped.
+struct Dropout {
+  unsigned key[2];
+  unsigned threshold;
+  float scale;
+  // attn_dropout_keep's bits, with the word picked by selects rather than an index into the
+  // result (a run-time index would put Philox's four words in local memory).
+  JA_DEVICE float z(int b, int h, int i, int j) const {
+    const attn::Philox4 r =
+        attn::philox4x32_10(static_cast<unsigned>(i), static_cast<unsigned>(j) >> 2,
+                            static_cast<unsigned>(h), static_cast<unsigned>(b), key[0], key[1]);
+    const unsigned w = (j & 2) ? ((j & 1) ? r.v[3] : r.v[2]) : ((j & 1) ? r.v[1] : r.v[0]);
+    return w >= threshold ? scale : 0.f;
+  }
+};
+template <class P>
+JA_DEVICE Dropout dropout_of(const P& p) {
+  Dropout d{{0u, 0u}, p.dropout_threshold, p.dropout_scale};
+  if (p.dropout_threshold > 0) d.key[0] = p.rng_key[0], d.key[1] = p.rng_key[1];
+  return d;
+}
+
+// ---- tiles --------------------------------------------------------------------------------------
+
+// Rows [0, R) of a matrix (row r at g + r * stride elements) into an R x W tile; rows >= rows and
+// columns >= cols (a multiple of 8) are zeros. Every thread of the block calls it; on sm_90 the
+// copies are asynchronous (async_commit / async_wait, then a barrier, publish them).
+template <int R, int W, int THREADS>
+JA_DEVICE void load_tile(uint16_t* tile, const uint16_t* g, long long stride, int rows, int cols) {
+  constexpr int kCpr = W / 8, kChunks = R * kCpr, kPasses = (kChunks + THREADS - 1) / THREADS;
+  const int tid = thread_id();
+  JA_UNROLL
+  for (int p = 0; p < kPasses; ++p) {
+    const int c = tid + p * THREADS;
+    if (kChunks % THREADS != 0 && c >= kChunks) break;
+    const int r = c / kCpr, ch = c % kCpr;
+    const bool ok = r < rows && ch * 8 < cols;
+    copy_16(tile + TileLayout<W>::chunk_offset(r, ch), ok ? g + r * stride + ch * 8 : g, ok);
+  }
+}
+
+// Stores rows [0, rows) x columns [0, cols) of a warp's register tile, whose block (0, 0) starts
+// at (row0, col0) of g (row r at g + r * stride), rounded to nearest even.
+template <typename E, int MI, int NB>
+JA_DEVICE void store_tile(const float (&c)[MI][NB][4], uint16_t* g, long long stride, int row0,
+                          int rows, int col0, int cols, int lane) {
+  using L = AccLayout;
+  using Run = Pack<uint16_t, L::kRun>;
+  JA_UNROLL
+  for (int i = 0; i < MI; ++i) {
+    JA_UNROLL
+    for (int j = 0; j < NB; ++j) {
+      JA_UNROLL
+      for (int e = 0; e < 4; e += L::kRun) {
+        const int r = row0 + 16 * i + L::row(lane, e), col = col0 + L::kW * j + L::col(lane, e);
+        if (r >= rows || col >= cols) continue;
+        Run v;
+        JA_UNROLL
+        for (int u = 0; u < L::kRun; ++u) v.v[u] = E::store(c[i][j][e + u]);
+        *reinterpret_cast<Run*>(g + r * stride + col) = v;
+      }
+    }
+  }
+}
+
+// v[u] = op(v[u], v[u + W]) for u < W, when the array holds 2 W values or more.
+template <int W, int N, typename Op>
+JA_DEVICE void tree_step(float (&v)[N], Op op) {
+  if constexpr (N >= 2 * W) {
+    JA_UNROLL
+    for (int u = 0; u < W; ++u) v[u] = op(v[u], v[u + W]);
+  }
+}
+
+// r[slot] = op over the elements of one 16-row block of a register tile that lie in that slot's
+// row, as a balanced tree (dependency chains of log2 length, not one per element).
+template <int NS, typename Op>
+JA_DEVICE void slot_reduce(const float (&c)[NS][4], float (&r)[AccLayout::kSlots], Op op) {
+  using L = AccLayout;
+  constexpr int kRun = 4 / L::kSlots, kPer = NS * kRun;  // elements of one slot
+  static_assert((kPer & (kPer - 1)) == 0, "a power of two");
+  JA_UNROLL
+  for (int sl = 0; sl < L::kSlots; ++sl) {
+    float v[kPer];
+    JA_UNROLL
+    for (int j = 0; j < NS; ++j) {
+      JA_UNROLL
+      for (int u = 0; u < kRun; ++u) v[j * kRun + u] = c[j][sl * kRun + u];
+    }
+    static_assert(kPer <= 64);
+    tree_step<32, kPer>(v, op);
+    tree_step<16, kPer>(v, op);
+    tree_step<8, kPer>(v, op);
+    tree_step<4, kPer>(v, op);
+    tree_step<2, kPer>(v, op);
+    tree_step<1, kPer>(v, op);
+    r[sl] = v[0];
+  }
+}
+
+template <int MI, int NB>
+JA_DEVICE void scale_tile(float (&c)[MI][NB][4], float f) {
+  JA_UNROLL
+  for (int i = 0; i < MI; ++i) {
+    JA_UNROLL
+    for (int j = 0; j < NB; ++j) {
+      JA_UNROLL
+      for (int e = 0; e < 4; ++e) c[i][j][e] *= f;
+    }
+  }
+}
+
+// ---- forward ------------------------------------------------------------------------------------
+
+template <typename E, int D>
+JA_DEVICE void attn_fwd(const FwdParams& p) {
+  using C = AttnConfig<D>;
+  using L = AccLayout;
+  constexpr int T = C::kThreads, BM = C::kRowsQ, BN = C::kFwdKeys;
+  constexpr int kWarps = T / kWarp, kRowsW = BM / kWarps, MI = kRowsW / 16;
+  static_assert(T % kWarp == 0 && kRowsW % 16 == 0 && BN % 16 == 0);
+  constexpr int NS = BN / L::kW, NO = D / L::kW, KD = D / 16, KN = BN / 16;
+  JA_SHARED Pack<uint16_t, 8> smem[(BM + 2 * BN) * D / 8];
+  static_assert(sizeof(smem) <= kAttnSmemBudget);
+  uint16_t* const sQ = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* const sK = sQ + BM * D;
+  uint16_t* const sV = sK + BN * D;
+
+  const int tid = thread_id(), warp = tid / kWarp, lane = tid % kWarp;
+  const int b = block_id_z(), h = block_id_y(), m0 = block_id() * BM;
+  const Seq s = sequence(p, b);
+  if (m0 >= s.q_len) return;
+  const int hk = h / (p.heads_q / p.heads_k);
+  const int left = p.window_left, right = p.window_right;
+  const Range keys = keys_seen(m0, imin(m0 + BM, s.q_len), s, left, right);
+  const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
+  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+
+  const uint16_t* const q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                            (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
+  const uint16_t* const kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                             s.k_start * p.k_seq_stride + hk * p.k_head_stride;
+  const uint16_t* const vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                             s.k_start * p.v_seq_stride + hk * p.v_head_stride;
+  load_tile<BM, D, T>(sQ, q, p.q_seq_stride, s.q_len - m0, p.head_dim);
+  if (ntiles > 0) {
+    load_tile<BN, D, T>(sK, kg + n_first * p.k_seq_stride, p.k_seq_stride, s.k_len - n_first,
+                        p.head_dim);
+  }
+  async_commit();
+
+  const ScoreExtras extras = score_extras(p, b, h);
+  const Dropout drop = dropout_of(p);
+  const bool dropping = p.dropout_threshold > 0;
+  const float scale = p.scale, scale2 = p.scale * kLog2e;
+  const int rw0 = warp * kRowsW;  // the warp's first row in the block tile
+
+  float o[MI][NO][4] = {};
+  float m_run[MI][L::kSlots], l_run[MI][L::kSlots];  // running max (log2 units), partial sums
+  JA_UNROLL
+  for (int i = 0; i < MI; ++i) {
+    JA_UNROLL
+    for (int sl = 0; sl < L::kSlots; ++sl) m_run[i][sl] = -inf(), l_run[i][sl] = 0.f;
+  }
+
+  for (int t = 0; t < ntiles; ++t) {
+    const int n = n_first + t * BN;
+    async_wait<0>();  // K(t) (and Q) landed
+    barrier();        // ... for every thread; and every warp is done with V(t - 1)
+    load_tile<BN, D, T>(sV, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n, p.head_dim_v);
+    async_commit();
+
+    float sc[MI][NS][4] = {};
+    mma_nk<E, D, D, MI, NS, KD>(sc, sQ, rw0, sK, 0, lane);
+    // Scores in log2 units, -inf where masked.
+    const bool check = !tile_unmasked(m0, m0 + BM, n, n + BN, s, left, right);
+    if (!check && !extras.any()) {
+      scale_tile(sc, scale2);
+    } else {
+      JA_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        JA_UNROLL
+        for (int j = 0; j < NS; ++j) {
+          JA_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const int qi = m0 + rw0 + 16 * i + L::row(lane, e),
+                      kj = n + L::kW * j + L::col(lane, e);
+            float& x = sc[i][j][e];
+            if (check && !visible(qi, kj, s, left, right)) {
+              x = -inf();
+            } else {
+              x = extras.apply(x * scale, qi, kj, s) * kLog2e;
+            }
+          }
+        }
+      }
+    }
+
+    // Online softmax: new row maxima, rescale the running sums and the output rows.
+    float m_use[MI][L::kSlots];
+    JA_UNROLL
+    for (int i = 0; i < MI; ++i) {
+      float mx[L::kSlots];
+      slot_reduce(sc[i], mx, [](float a, float b) { return fmax_(a, b); });
+      float alpha[L::kSlots];
+      JA_UNROLL
+      for (int sl = 0; sl < L::kSlots; ++sl) {
+        const float m_new = fmax_(m_run[i][sl], L::row_max(mx[sl]));
+        m_use[i][sl] = m_new == -inf() ? 0.f : m_new;  // a row with nothing visible yet
+        alpha[sl] = fast_exp2(m_run[i][sl] - m_use[i][sl]);
+        m_run[i][sl] = m_new;
+        l_run[i][sl] *= alpha[sl];
+      }
+      JA_UNROLL
+      for (int j = 0; j < NO; ++j) {
+        JA_UNROLL
+        for (int e = 0; e < 4; ++e) o[i][j][e] *= alpha[L::slot(e)];
+      }
+      JA_UNROLL
+      for (int j = 0; j < NS; ++j) {
+        JA_UNROLL
+        for (int e = 0; e < 4; ++e) sc[i][j][e] = fast_exp2(sc[i][j][e] - m_use[i][L::slot(e)]);
+      }
+      float rs[L::kSlots];  // lse is of the undropped scores
+      slot_reduce(sc[i], rs, [](float a, float b) { return a + b; });
+      JA_UNROLL
+      for (int sl = 0; sl < L::kSlots; ++sl) l_run[i][sl] += rs[sl];
+    }
+    if (dropping) {
+      JA_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        JA_UNROLL
+        for (int j = 0; j < NS; ++j) {
+          JA_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const int qi = m0 + rw0 + 16 * i + L::row(lane, e),
+                      kj = n + L::kW * j + L::col(lane, e);
+            sc[i][j][e] *= drop.z(b, h, qi, kj);
+          }
+        }
+      }
+    }
+    AFrag pa[MI][KN];
+    to_afrags<E, MI, KN>(sc, pa);
+
+    async_wait<0>();  // V(t) landed
+    barrier();        // ... for every thread; and every warp is done with K(t)
+    if (t + 1 < ntiles) {
+      load_tile<BN, D, T>(sK, kg + (n + BN) * p.k_seq_stride, p.k_seq_stride, s.k_len - n - BN,
+                          p.head_dim);
+    }
+    async_commit();
+    mma_rk<E, D, MI, NO, KN>(o, pa, sV, 0, 0, lane);
+  }
+
+  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row).
+  float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
+  JA_UNROLL
+  for (int i = 0; i < MI; ++i) {
+    float inv[L::kSlots];
+    JA_UNROLL
+    for (int sl = 0; sl < L::kSlots; ++sl) {
+      const float l = L::row_sum(l_run[i][sl]);
+      inv[sl] = l > 0.f ? 1.f / l : 0.f;
+      const int qi = m0 + rw0 + 16 * i + L::slot_row(lane, sl);
+      if (L::row_leader(lane) && qi < s.q_len) {
+        lse[qi] = l > 0.f ? (m_run[i][sl] + fast_log2(l)) * kLn2 : inf();
+      }
+    }
+    JA_UNROLL
+    for (int j = 0; j < NO; ++j) {
+      JA_UNROLL
+      for (int e = 0; e < 4; ++e) o[i][j][e] *= inv[L::slot(e)];
+    }
+  }
+  uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
+                        (s.q_start + m0) * p.o_seq_stride + h * p.o_head_stride;
+  store_tile<E>(o, out, p.o_seq_stride, rw0, s.q_len - m0, 0, p.head_dim_v, lane);
+}
+
+// ---- backward: delta ----------------------------------------------------------------------------
+
+template <typename E>
+JA_DEVICE void attn_bwd_pre(const BwdParams& p) {
+  constexpr int T = attn::kPreThreads, R = attn::kPreRows, TPR = T / R;
+  static_assert(T % R == 0 && TPR <= kWarp && (TPR & (TPR - 1)) == 0);
+  using Chunk = Pack<uint16_t, 8>;
+  const int tid = thread_id(), b = block_id_z(), h = block_id_y();
+  const int r = block_id() * R + tid / TPR, sub = tid % TPR;
+  const Seq s = sequence(p, b);
+  if (block_id() * R >= s.q_len) return;  // the whole block (uniform)
+  const bool ok = r < s.q_len;
+  float acc = 0.f;
+  if (ok) {
+    const Chunk* o =
+        reinterpret_cast<const Chunk*>(static_cast<const uint16_t*>(p.out) + b * p.o_batch_stride +
+                                       (s.q_start + r) * p.o_seq_stride + h * p.o_head_stride);
+    const Chunk* d = reinterpret_cast<const Chunk*>(
+        static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
+        (s.q_start + r) * p.do_seq_stride + h * p.do_head_stride);
+    for (int c = sub; c < p.head_dim_v / 8; c += TPR) {
+      const Chunk x = o[c], y = d[c];
+      JA_UNROLL
+      for (int e = 0; e < 8; ++e) acc += E::load(x.v[e]) * E::load(y.v[e]);
+    }
+  }
+  JA_UNROLL
+  for (int mask = TPR / 2; mask > 0; mask /= 2) acc += shuffle_xor(acc, mask);
+  if (ok && sub == 0) {
+    p.delta[b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start + r] = acc;
+  }
+}
+
+// ---- backward: dk, dv ---------------------------------------------------------------------------
+
+template <typename E, int D>
+JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
+  using C = AttnConfig<D>;
+  using L = AccLayout;
+  constexpr int T = C::kThreads, BK = C::kRowsK, BQ = C::kDkdvRows, SPLIT = C::kDkdvSplit;
+  constexpr int kWarps = T / kWarp, kGroups = kWarps / SPLIT, kRowsW = BK / kGroups;
+  constexpr int MI = kRowsW / 16, DC = D / SPLIT;
+  static_assert(kWarps % SPLIT == 0 && kRowsW % 16 == 0 && BQ % 16 == 0 && DC % 16 == 0);
+  constexpr int NS = BQ / L::kW, NO = DC / L::kW, KD = D / 16, KQ = BQ / 16;
+  JA_SHARED Pack<uint16_t, 8> smem[(2 * BK + 2 * BQ) * D / 8];
+  static_assert(sizeof(smem) <= kAttnSmemBudget);
+  uint16_t* const sK = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* const sV = sK + BK * D;
+  uint16_t* const sQ = sV + BK * D;
+  uint16_t* const sO = sQ + BQ * D;  // dO
+
+  const int tid = thread_id(), warp = tid / kWarp, lane = tid % kWarp;
+  const int kr0 = (warp / SPLIT) * kRowsW, col0 = (warp % SPLIT) * DC;
+  const int b = block_id_z(), hk = block_id_y(), n0 = block_id() * BK;
+  const Seq s = sequence(p, b);
+  if (n0 >= s.k_len) return;
+  const int left = p.window_left, right = p.window_right;
+  const int group = p.heads_q / p.heads_k;
+  const Range rows = queries_seeing(n0, imin(n0 + BK, s.k_len), s, left, right);
+  const int m_first = rows.hi > rows.lo ? rows.lo / BQ * BQ : 0;
+  const int ntq = rows.hi > rows.lo ? (rows.hi - m_first + BQ - 1) / BQ : 0;
+  const int total = group * ntq;  // (query head, query tile) steps
+
+  const uint16_t* const q_bs =
+      static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + s.q_start * p.q_seq_stride;
+  const uint16_t* const do_bs =
+      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + s.q_start * p.do_seq_stride;
+  auto load_q = [&](int step) {
+    const int hq = hk * group + step / ntq, m = m_first + (step % ntq) * BQ;
+    load_tile<BQ, D, T>(sQ, q_bs + m * p.q_seq_stride + hq * p.q_head_stride, p.q_seq_stride,
+                        s.q_len - m, p.head_dim);
+  };
+  auto load_do = [&](int step) {
+    const int hq = hk * group + step / ntq, m = m_first + (step % ntq) * BQ;
+    load_tile<BQ, D, T>(sO, do_bs + m * p.do_seq_stride + hq * p.do_head_stride, p.do_seq_stride,
+                        s.q_len - m, p.head_dim_v);
+  };
+
+  float dk[MI][NO][4] = {}, dv[MI][NO][4] = {};
+  if (total > 0) {
+    load_tile<BK, D, T>(sK,
+                        static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                            (s.k_start + n0) * p.k_seq_stride + hk * p.k_head_stride,
+                        p.k_seq_stride, s.k_len - n0, p.head_dim);
+    load_tile<BK, D, T>(sV,
+                        static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                            (s.k_start + n0) * p.v_seq_stride + hk * p.v_head_stride,
+                        p.v_seq_stride, s.k_len - n0, p.head_dim_v);
+    load_q(0);
+    async_commit();
+    load_do(0);
+    async_commit();
+  }
+  const Dropout drop = dropout_of(p);
+  const bool dropping = p.dropout_threshold > 0;
+  const float scale = p.scale, scale2 = p.scale * kLog2e;
+
+  for (int step = 0; step < total; ++step) {
+    const int hq = hk * group + step / ntq, m = m_first + (step % ntq) * BQ;
+    const ScoreExtras extras = score_extras(p, b, hq);
+    // lse (log2 units) and delta of this lane's columns (query rows).
+    const long long lse_off = b * p.lse_batch_stride + hq * p.lse_head_stride + s.q_start;
+    float lse2[NS][4], dlt[NS][4];
+    JA_UNROLL
+    for (int j = 0; j < NS; ++j) {
+      JA_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int qi = m + L::kW * j + L::col(lane, e);
+        const bool ok = qi < s.q_len;
+        lse2[j][e] = ok ? p.lse[lse_off + qi] * kLog2e : inf();
+        dlt[j][e] = ok ? p.delta[lse_off + qi] : 0.f;
+      }
+    }
+
+    async_wait<1>();  // K, V, Q(step) landed
+    barrier();
+    // P^T = exp(S^T - lse), S^T = K Q^T (rows: keys, columns: queries).
+    float st[MI][NS][4] = {};
+    mma_nk<E, D, D, MI, NS, KD>(st, sK, kr0, sQ, 0, lane);
+    const bool check = !tile_unmasked(m, m + BQ, n0, n0 + BK, s, left, right);
+    if (!check && !extras.any()) {
+      JA_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        JA_UNROLL
+        for (int j = 0; j < NS; ++j) {
+          JA_UNROLL
+          for (int e = 0; e < 4; ++e) st[i][j][e] = fast_exp2(st[i][j][e] * scale2 - lse2[j][e]);
+        }
+      }
+    } else {
+      JA_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        JA_UNROLL
+        for (int j = 0; j < NS; ++j) {
+          JA_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const int kj = n0 + kr0 + 16 * i + L::row(lane, e),
+                      qi = m + L::kW * j + L::col(lane, e);
+            float& x = st[i][j][e];
+            if (check && !visible(qi, kj, s, left, right)) {
+              x = 0.f;
+            } else {
+              x = fast_exp2(extras.apply(x * scale, qi, kj, s) * kLog2e - lse2[j][e]);
+            }
+          }
+        }
+      }
+    }
+
+    async_wait<0>();  // dO(step) landed
+    barrier();
+    // dP^T = V dO^T; dS^T = P^T (Z dP^T - delta); (P^T Z) for dv.
+    float dpt[MI][NS][4] = {};
+    mma_nk<E, D, D, MI, NS, KD>(dpt, sV, kr0, sO, 0, lane);
+    JA_UNROLL
+    for (int i = 0; i < MI; ++i) {
+      JA_UNROLL
+      for (int j = 0; j < NS; ++j) {
+        JA_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          float z = 1.f;
+          if (dropping) {
+            const int kj = n0 + kr0 + 16 * i + L::row(lane, e),
+                      qi = m + L::kW * j + L::col(lane, e);
+            z = drop.z(b, hq, qi, kj);
+          }
+          const float pr = st[i][j][e];
+          dpt[i][j][e] = pr * (z * dpt[i][j][e] - dlt[j][e]);  // dS^T
+          st[i][j][e] = pr * z;                                // P^T Z
+        }
+      }
+    }
+    AFrag dsf[MI][KQ], pzf[MI][KQ];
+    to_afrags<E, MI, KQ>(dpt, dsf);
+    to_afrags<E, MI, KQ>(st, pzf);
+    mma_rk<E, D, MI, NO, KQ>(dk, dsf, sQ, 0, col0, lane);  // dk += dS^T Q
+    barrier();                                             // every warp is done with Q(step)
+    if (step + 1 < total) {
+      load_q(step + 1);
+      async_commit();
+    }
+    mma_rk<E, D, MI, NO, KQ>(dv, pzf, sO, 0, col0, lane);  // dv += (P^T Z) dO
+    barrier();                                             // every warp is done with dO(step)
+    if (step + 1 < total) {
+      load_do(step + 1);
+      async_commit();
+    }
+  }
+
+  scale_tile(dk, scale);
+  store_tile<E>(dk,
+                static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride +
+                    (s.k_start + n0) * p.dk_seq_stride + hk * p.dk_head_stride,
+                p.dk_seq_stride, kr0, s.k_len - n0, col0, p.head_dim, lane);
+  store_tile<E>(dv,
+                static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride +
+                    (s.k_start + n0) * p.dv_seq_stride + hk * p.dv_head_stride,
+                p.dv_seq_stride, kr0, s.k_len - n0, col0, p.head_dim_v, lane);
+}
+
+// ---- backward: dq (and dbias) -------------------------------------------------------------------
+
+// dbias rows [r0, r1) of one (batch, head): zeros everywhere except columns [c_lo, c_hi) of the
+// rows below q_len (which the dS tiles write). Every thread of the block calls it.
+template <int THREADS>
+JA_DEVICE void zero_dbias(float* dbias, long long row_stride, int r0, int r1, int c_lo, int c_hi,
+                          const Seq& s, int ncols) {
+  for (int r = r0; r < r1; ++r) {
+    float* row = dbias + r * row_stride;
+    const bool inside = r < s.q_len;
+    const int a = inside ? c_lo : ncols, z = inside ? c_hi : ncols;
+    for (int c = thread_id(); c < a; c += THREADS) row[c] = 0.f;
+    for (int c = z + thread_id(); c < ncols; c += THREADS) row[c] = 0.f;
+  }
+}
+
+template <typename E, int D>
+JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
+  using C = AttnConfig<D>;
+  using L = AccLayout;
+  constexpr int T = C::kThreads, BMQ = C::kRowsQ, BM = C::kDqRows, BN = C::kDqKeys;
+  constexpr int SPLIT = C::kDqSplit;
+  constexpr int kWarps = T / kWarp, kGroups = kWarps / SPLIT, kRowsW = BM / kGroups;
+  constexpr int MI = kRowsW / 16, DC = D / SPLIT;
+  static_assert(BMQ % BM == 0 && kWarps % SPLIT == 0 && kRowsW % 16 == 0 && BN % 16 == 0);
+  constexpr int NS = BN / L::kW, NO = DC / L::kW, KD = D / 16, KN = BN / 16;
+  JA_SHARED Pack<uint16_t, 8> smem[(2 * BM + 2 * BN) * D / 8];
+  static_assert(sizeof(smem) <= kAttnSmemBudget);
+  uint16_t* const sQ = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* const sO = sQ + BM * D;  // dO
+  uint16_t* const sK = sO + BM * D;
+  uint16_t* const sV = sK + BN * D;
+
+  const int tid = thread_id(), warp = tid / kWarp, lane = tid % kWarp;
+  const int rw0 = (warp / SPLIT) * kRowsW, col0 = (warp % SPLIT) * DC;
+  const int b = block_id_z(), h = block_id_y(), mb = block_id() * BMQ;
+  const Seq s = sequence(p, b);
+  const int hk = h / (p.heads_q / p.heads_k);
+  const int left = p.window_left, right = p.window_right;
+  float* const dbias =
+      p.dbias == nullptr ? nullptr : p.dbias + b * p.dbias_batch_stride + h * p.dbias_head_stride;
+  const ScoreExtras extras = score_extras(p, b, h);
+  const Dropout drop = dropout_of(p);
+  const bool dropping = p.dropout_threshold > 0;
+  const float scale = p.scale, scale2 = p.scale * kLog2e;
+  const long long lse_off = b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
+  const uint16_t* const kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                             s.k_start * p.k_seq_stride + hk * p.k_head_stride;
+  const uint16_t* const vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                             s.k_start * p.v_seq_stride + hk * p.v_head_stride;
+
+  for (int pass = 0; pass < BMQ / BM; ++pass) {
+    const int m0 = mb + pass * BM;
+    if (m0 >= p.seqlen_q) break;
+    if (m0 >= s.q_len) {  // rows past this sequence (varlen): only their dbias, zeros
+      if (dbias != nullptr) {
+        zero_dbias<T>(dbias, p.dbias_row_stride, m0, imin(m0 + BM, p.seqlen_q), 0, 0, s,
+                      p.seqlen_k);
+      }
+      continue;
+    }
+    const Range keys = keys_seen(m0, imin(m0 + BM, s.q_len), s, left, right);
+    const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
+    const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+    if (dbias != nullptr) {
+      zero_dbias<T>(dbias, p.dbias_row_stride, m0, imin(m0 + BM, p.seqlen_q), n_first,
+                    imin(n_first + ntiles * BN, s.k_len), s, p.seqlen_k);
+    }
+    // lse (log2 units) and delta of this lane's rows.
+    float lse2[MI][L::kSlots], dlt[MI][L::kSlots];
+    JA_UNROLL
+    for (int i = 0; i < MI; ++i) {
+      JA_UNROLL
+      for (int sl = 0; sl < L::kSlots; ++sl) {
+        const int qi = m0 + rw0 + 16 * i + L::slot_row(lane, sl);
+        const bool ok = qi < s.q_len;
+        lse2[i][sl] = ok ? p.lse[lse_off + qi] * kLog2e : inf();
+        dlt[i][sl] = ok ? p.delta[lse_off + qi] : 0.f;
+      }
+    }
+    if (ntiles > 0) {
+      load_tile<BM, D, T>(sQ,
+                          static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                              (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride,
+                          p.q_seq_stride, s.q_len - m0, p.head_dim);
+      load_tile<BM, D, T>(sO,
+                          static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
+                              (s.q_start + m0) * p.do_seq_stride + h * p.do_head_stride,
+                          p.do_seq_stride, s.q_len - m0, p.head_dim_v);
+      load_tile<BN, D, T>(sK, kg + n_first * p.k_seq_stride, p.k_seq_stride, s.k_len - n_first,
+                          p.head_dim);
+      load_tile<BN, D, T>(sV, vg + n_first * p.v_seq_stride, p.v_seq_stride, s.k_len - n_first,
+                          p.head_dim_v);
+      async_commit();
+    }
+
+    float dq[MI][NO][4] = {};
+    for (int t = 0; t < ntiles; ++t) {
+      const int n = n_first + t * BN;
+      async_wait<0>();  // Q, dO, K(t), V(t) landed
+      barrier();
+      float sc[MI][NS][4] = {}, dp[MI][NS][4] = {};
+      mma_nk<E, D, D, MI, NS, KD>(sc, sQ, rw0, sK, 0, lane);  // S = Q K^T
+      mma_nk<E, D, D, MI, NS, KD>(dp, sO, rw0, sV, 0, lane);  // dP = dO V^T
+      const bool check = !tile_unmasked(m0, m0 + BM, n, n + BN, s, left, right);
+      const bool plain = !check && !extras.any() && !dropping && dbias == nullptr;
+      JA_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        JA_UNROLL
+        for (int j = 0; j < NS; ++j) {
+          JA_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const int sl = L::slot(e);
+            float ds;
+            if (plain) {
+              ds = fast_exp2(sc[i][j][e] * scale2 - lse2[i][sl]) * (dp[i][j][e] - dlt[i][sl]);
+            } else {
+              const int qi = m0 + rw0 + 16 * i + L::row(lane, e),
+                        kj = n + L::kW * j + L::col(lane, e);
+              ds = 0.f;
+              if (!check || visible(qi, kj, s, left, right)) {
+                const float pr =
+                    fast_exp2(extras.apply(sc[i][j][e] * scale, qi, kj, s) * kLog2e - lse2[i][sl]);
+                const float z = dropping ? drop.z(b, h, qi, kj) : 1.f;
+                ds = pr * (z * dp[i][j][e] - dlt[i][sl]);
+              }
+              if (dbias != nullptr && qi < s.q_len && kj < s.k_len) {
+                dbias[qi * p.dbias_row_stride + kj] = ds;
+              }
+            }
+            sc[i][j][e] = ds;  // dS
+          }
+        }
+      }
+      barrier();  // every warp is done with V(t)
+      if (t + 1 < ntiles) {
+        load_tile<BN, D, T>(sV, vg + (n + BN) * p.v_seq_stride, p.v_seq_stride, s.k_len - n - BN,
+                            p.head_dim_v);
+        async_commit();
+      }
+      AFrag dsf[MI][KN];
+      to_afrags<E, MI, KN>(sc, dsf);
+      mma_rk<E, D, MI, NO, KN>(dq, dsf, sK, 0, col0, lane);  // dq += dS K
+      barrier();                                             // every warp is done with K(t)
+      if (t + 1 < ntiles) {
+        load_tile<BN, D, T>(sK, kg + (n + BN) * p.k_seq_stride, p.k_seq_stride, s.k_len - n - BN,
+                            p.head_dim);
+        async_commit();
+      }
+    }
+    scale_tile(dq, scale);
+    store_tile<E>(dq,
+                  static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride +
+                      (s.q_start + m0) * p.dq_seq_stride + h * p.dq_head_stride,
+                  p.dq_seq_stride, rw0, s.q_len - m0, col0, p.head_dim, lane);
+    barrier();  // the next pass reloads Q and dO
+  }
+}
+
+// ---- GQA fold, dropout mask ---------------------------------------------------------------------
+
+template <typename E>
+JA_DEVICE void attn_gqa_reduce(const GqaReduceParams& p) {
+  constexpr int V = 4;
+  const long long width = static_cast<long long>(p.heads_k) * p.dim;  // dst elements a row
+  const long long total = p.rows * width;
+  const long long e0 =
+      (static_cast<long long>(block_id()) * attn::kReduceThreads + thread_id()) * V;
+  if (e0 >= total) return;
+  const auto* src = static_cast<const uint16_t*>(p.src);
+  auto* dst = static_cast<uint16_t*>(p.dst);
+  // One (row, head) for all V elements when dim % V == 0: one 8-byte access per source head.
+  const bool vec = p.dim % V == 0 && reinterpret_cast<uintptr_t>(src) % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(dst) % 8 == 0;
+  if (vec) {
+    const long long r = e0 / width, rem = e0 % width, hk = rem / p.dim, c = rem % p.dim;
+    const uint16_t* in = src + (r * p.heads_k * p.group + hk * p.group) * p.dim + c;
+    float acc[V] = {};
+    for (int g = 0; g < p.group; ++g) {
+      const Pack<uint16_t, V> x = *reinterpret_cast<const Pack<uint16_t, V>*>(in + g * p.dim);
+      JA_UNROLL
+      for (int u = 0; u < V; ++u) acc[u] += E::load(x.v[u]);
+    }
+    Pack<uint16_t, V> y;
+    JA_UNROLL
+    for (int u = 0; u < V; ++u) y.v[u] = E::store(acc[u]);
+    *reinterpret_cast<Pack<uint16_t, V>*>(dst + e0) = y;
+    return;
+  }
+  for (int u = 0; u < V; ++u) {
+    const long long e = e0 + u;
+    if (e >= total) break;
+    const long long r = e / width, rem = e % width, hk = rem / p.dim, c = rem % p.dim;
+    const uint16_t* in = src + (r * p.heads_k * p.group + hk * p.group) * p.dim + c;
+    float acc = 0.f;
+    for (int g = 0; g < p.group; ++g) acc += E::load(in[g * p.dim]);
+    dst[e] = E::store(acc);
+  }
+}
+
+JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
+  const long long j0 = (static_cast<long long>(block_id()) * attn::kMaskThreads + thread_id()) * 4;
+  if (j0 >= p.seqlen_k) return;
+  const int i = block_id_y(), bh = block_id_z();
+  const int b = bh / p.heads, h = bh % p.heads;
+  const unsigned key[2] = {p.rng_key[0], p.rng_key[1]};
+  unsigned char* out = p.keep + (static_cast<long long>(bh) * p.seqlen_q + i) * p.seqlen_k + j0;
+  // One Philox call serves the 4 columns (attn_dropout_keep's counter is (i, j / 4, h, b)).
+  unsigned char k[4];
+  JA_UNROLL
+  for (int u = 0; u < 4; ++u) {
+    k[u] = attn::attn_dropout_keep(key, b, h, i, j0 + u, p.dropout_threshold) ? 1 : 0;
+  }
+  if (j0 + 4 <= p.seqlen_k && reinterpret_cast<uintptr_t>(out) % 4 == 0) {
+    *reinterpret_cast<Pack<unsigned char, 4>*>(out) =
+        Pack<unsigned char, 4>{{k[0], k[1], k[2], k[3]}};
+  } else {
+    for (int u = 0; u < 4 && j0 + u < p.seqlen_k; ++u) out[u] = k[u];
+  }
+}
+
+}  // namespace ja
+
+// ---- the kernels: parameter lists from the header's X-macros ------------------------------------
+#define JA_ATTN_PARAM_F(T, n) T n
+#define JA_ATTN_PARAM_X(T, n) , T n
+#define JA_ATTN_NAME_F(T, n) n
+#define JA_ATTN_NAME_X(T, n) , n
+#define JA_ATTN_FWD_PARAMS JAX_AITER_ATTN_FWD_ARGS(JA_ATTN_PARAM_F, JA_ATTN_PARAM_X)
+#define JA_ATTN_FWD_NAMES JAX_AITER_ATTN_FWD_ARGS(JA_ATTN_NAME_F, JA_ATTN_NAME_X)
+#define JA_ATTN_BWD_PARAMS JAX_AITER_ATTN_BWD_ARGS(JA_ATTN_PARAM_F, JA_ATTN_PARAM_X)
+#define JA_ATTN_BWD_NAMES JAX_AITER_ATTN_BWD_ARGS(JA_ATTN_NAME_F, JA_ATTN_NAME_X)
+
+// Every kernel waits for the stream's previous grids before touching memory (the CUDA backend
+// launches it as a programmatic dependent; tests/cpp/test_kernel_loads.cpp checks the PTX).
+#define JA_ATTN_BUCKET_KERNELS(tag, Elem, D)                                                 \
+  JA_KERNEL_BOUNDED_RESIDENT(ja::AttnConfig<D>::kThreads, ja::AttnConfig<D>::kFwdMinBlocks)  \
+  void jax_aiter_attn_fwd_##tag##_d##D(JA_ATTN_FWD_PARAMS) {                                 \
+    ja::wait_for_prior_grids();                                                              \
+    ja::allow_dependent_grids();                                                             \
+    ja::attn_fwd<ja::Elem, D>(ja::FwdParams{JA_ATTN_FWD_NAMES});                             \
+  }                                                                                          \
+  JA_KERNEL_BOUNDED_RESIDENT(ja::AttnConfig<D>::kThreads, ja::AttnConfig<D>::kDkdvMinBlocks) \
+  void jax_aiter_attn_bwd_dkdv_##tag##_d##D(JA_ATTN_BWD_PARAMS) {                            \
+    ja::wait_for_prior_grids();                                                              \
+    ja::allow_dependent_grids();                                                             \
+    ja::attn_bwd_dkdv<ja::Elem, D>(ja::BwdParams{JA_ATTN_BWD_NAMES});                        \
+  }                                                                                          \
+  JA_KERNEL_BOUNDED_RESIDENT(ja::AttnConfig<D>::kThreads, ja::AttnConfig<D>::kDqMinBlocks)   \
+  void jax_aiter_attn_bwd_dq_##tag##_d##D(JA_ATTN_BWD_PARAMS) {                              \
+    ja::wait_for_prior_grids();                                                              \
+    ja::allow_dependent_grids();                                                             \
+    ja::attn_bwd_dq<ja::Elem, D>(ja::BwdParams{JA_ATTN_BWD_NAMES});                          \
+  }
+
+#define JA_ATTN_DTYPE_KERNELS(tag, Elem)                                                      \
+  JA_KERNEL_BOUNDED(jax_aiter::kernels::attention::kPreThreads)                               \
+  void jax_aiter_attn_bwd_pre_##tag(JA_ATTN_BWD_PARAMS) {                                     \
+    ja::wait_for_prior_grids();                                                               \
+    ja::allow_dependent_grids();                                                              \
+    ja::attn_bwd_pre<ja::Elem>(ja::BwdParams{JA_ATTN_BWD_NAMES});                             \
+  }                                                                                           \
+  JA_KERNEL_BOUNDED(jax_aiter::kernels::attention::kReduceThreads)                            \
+  void jax_aiter_attn_gqa_reduce_##tag(                                                       \
+      JAX_AITER_ATTN_GQA_REDUCE_ARGS(JA_ATTN_PARAM_F, JA_ATTN_PARAM_X)) {                     \
+    ja::wait_for_prior_grids();                                                               \
+    ja::allow_dependent_grids();                                                              \
+    ja::attn_gqa_reduce<ja::Elem>(                                                            \
+        ja::GqaReduceParams{JAX_AITER_ATTN_GQA_REDUCE_ARGS(JA_ATTN_NAME_F, JA_ATTN_NAME_X)}); \
+  }
+
+JAX_AITER_ATTN_KERNELS(JA_ATTN_BUCKET_KERNELS)
+JAX_AITER_ATTN_DTYPES(JA_ATTN_DTYPE_KERNELS)
+
+JA_KERNEL_BOUNDED(jax_aiter::kernels::attention::kMaskThreads)
+void jax_aiter_attn_dropout_mask(JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_PARAM_F,
+                                                                  JA_ATTN_PARAM_X)) {
+  ja::wait_for_prior_grids();
+  ja::allow_dependent_grids();
+  ja::attn_dropout_mask(
+      ja::DropoutMaskParams{JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_NAME_F, JA_ATTN_NAME_X)});
+}

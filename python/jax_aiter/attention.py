@@ -1,0 +1,344 @@
+"""Flash attention (forward and backward, batch and varlen) with a custom VJP, backed by the
+aiter.flash_attn_fwd / aiter.flash_attn_bwd FFI targets, and the dropout mask its kernels use.
+
+Names and argument order follow ROCm/jax-aiter and flash-attn:
+
+  flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, window_size, bias, alibi_slopes,
+                  deterministic, return_lse, *, dropout_key)        q [b, sq, hq, d]  (BSHD)
+  flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ...)
+                                                                    q [total_q, hq, d] (THD)
+  dropout_mask(key, b, hq, sq, sk, p)                               the keep-mask, [b, hq, sq, sk]
+
+Semantics (every tier and backend):
+  * MHA, MQA, GQA: hq % hk == 0; query head h reads key head h // (hq // hk).
+  * bf16 or f16; head dims up to 256, d and dv may differ (192/128); any d: q, k and v are padded
+    with zeros to a multiple of 8 internally, and the default scale is 1/sqrt(d) of the unpadded d.
+  * causal is aligned to the bottom-right corner (the last query sees the last key), as in
+    flash-attn >= 2.1 and AITER; window_size = (left, right), -1 unbounded; causal means right = 0.
+  * bias: broadcastable to [b, hq, sq, sk] (batch mode only), q's dtype or f32; its gradient is
+    computed (through a float32 [b, hq, sq, sk] buffer, then summed down to the bias's shape).
+  * alibi_slopes: f32 [hq] or [b, hq]: adds -slope * |i + sk - sq - j| to score (i, j).
+  * dropout: a JAX PRNG key (``dropout_key``); the mask is a pure function of (key, batch, head,
+    row, col) (Philox4x32-10), the same in forward and backward, on every backend and tier;
+    ``dropout_mask`` returns it. Kept probabilities are scaled by 1 / (1 - p).
+  * A query that sees no key gets out = 0 and lse = +inf (as flash-attn).
+  * lse: float32 [b, hq, sq] (varlen: [hq, total_q]), natural log; returned with
+    return_lse=True, as a non-differentiable value (its cotangent is not propagated, as in
+    flash-attn).
+  * deterministic=True gives bit-identical gradients run to run (our kernels always do; it keeps
+    AITER's atomic backward out).
+  * varlen: cu_seqlens_* are int32 [nseq + 1] arrays (traced is fine: usable under jit);
+    max_seqlen_* are required Python ints bounding every sequence. When cu_seqlens are concrete
+    they are checked here (non-decreasing, from 0 to the total, no sequence longer than its
+    max_seqlen); traced offsets cannot be checked without a device sync: the kernels clamp them
+    and never read or write out of bounds, but a bad offset gives unspecified values.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_aiter import _call
+from jax_aiter._call import Dispatch, Static, like_primal, varying
+
+__all__ = ["flash_attn_func", "flash_attn_varlen", "dropout_mask"]
+
+_F32 = np.dtype(np.float32)
+
+
+def _round8(n: int) -> int:
+    return -(-n // 8) * 8
+
+
+def _pad_last(x, to: int):
+    pad = to - x.shape[-1]
+    return x if pad == 0 else jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)])
+
+
+def _key_words(key):
+    """A dropout key as the kernels take it: its first two u32 words, bitcast to int32[2]."""
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    words = jnp.ravel(key)
+    if words.dtype != jnp.uint32 or words.shape[0] < 2:
+        raise ValueError(f"dropout_key: expected a JAX PRNG key (or its uint32 key data), got "
+                         f"{key.dtype}{list(key.shape)}")
+    return jax.lax.bitcast_convert_type(words[:2], jnp.int32)
+
+
+def _check_window(window_size):
+    left, right = (int(w) for w in window_size)
+    if left < -1 or right < -1:
+        raise ValueError(f"window_size: expected (left, right) with -1 for unbounded, got "
+                         f"{window_size}")
+    return left, right
+
+
+# ---- the two passes ------------------------------------------------------------------------------
+
+# config: the call's static options (see _prepare), carried through custom_vjp as Static(items).
+def _attributes(c, backward: bool):
+    out = {"softmax_scale": c["scale"], "causal": c["causal"], "window_left": c["left"],
+           "window_right": c["right"], "dropout_p": c["dropout_p"],
+           "max_seqlen_q": c["max_seqlen_q"], "max_seqlen_k": c["max_seqlen_k"],
+           "bf16_cvt": c["bf16_cvt"]}
+    if backward:
+        out.update(deterministic=c["deterministic"], atomic32=c["atomic32"])
+    return out
+
+
+def _lse_shape(q, varlen: bool):
+    return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
+
+
+def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c):
+    varlen = cu_q is not None
+    out_shape = (*q.shape[:-1], v.shape[-1])
+    got = _call.call("aiter.flash_attn_fwd",
+                     inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
+                             "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key},
+                     outputs={"out": (out_shape, q.dtype), "lse": (_lse_shape(q, varlen), _F32)},
+                     attributes=_attributes(c, False), dispatch=c["dispatch"])
+    return got["out"], got["lse"]
+
+
+def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
+    if bias is not None:
+        dbias_shape = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
+    else:
+        dbias_shape = (0,)
+    got = _call.call("aiter.flash_attn_bwd",
+                     inputs={"dout": dout, "q": q, "k": k, "v": v, "out": out, "lse": lse,
+                             "bias": bias, "alibi_slopes": alibi, "cu_seqlens_q": cu_q,
+                             "cu_seqlens_k": cu_k, "rng_key": key},
+                     outputs={"dq": (q.shape, q.dtype), "dk": (k.shape, k.dtype),
+                              "dv": (v.shape, v.dtype), "dbias": (dbias_shape, _F32)},
+                     attributes=_attributes(c, True), dispatch=c["dispatch"])
+    return got["dq"], got["dk"], got["dv"], got["dbias"]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(8,))
+def _attn(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+    return _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, dict(config.value))
+
+
+def _attn_vjp_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+    out, lse = _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, dict(config.value))
+    vma = Static(tuple(None if x is None else varying(x) for x in (q, k, v, bias)))
+    return (out, lse), (q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, vma)
+
+
+def _attn_vjp_bwd(config, res, cts):
+    q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, vma = res
+    dout, _ = cts  # lse is returned as a non-differentiable value (see the module doc)
+    dq, dk, dv, dbias = _bwd_call(dout.astype(q.dtype), q, k, v, out, lse, bias, alibi, cu_q, cu_k,
+                                  key, dict(config.value))
+    q_vma, k_vma, v_vma, bias_vma = vma.value
+    if bias is not None:
+        # The scores' gradient, summed down to the bias's broadcast shape.
+        axes = tuple(i for i in range(4) if bias.shape[i] == 1 and dbias.shape[i] != 1)
+        dbias = jnp.sum(dbias, axis=axes, keepdims=True).astype(bias.dtype)
+        dbias = like_primal(dbias, bias_vma)
+    return (like_primal(dq, q_vma), like_primal(dk, k_vma), like_primal(dv, v_vma), dbias, None,
+            None, None, None)
+
+
+_attn.defvjp(_attn_vjp_fwd, _attn_vjp_bwd)
+
+
+# ---- the public functions ------------------------------------------------------------------------
+
+def _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size, alibi_slopes, deterministic,
+             dropout_key, dispatch, bf16_cvt, atomic32, max_seqlen_q, max_seqlen_k, lead: int,
+             op: str):
+    q, k, v = (jnp.asarray(x) for x in (q, k, v))
+    if q.ndim != lead + 2 or k.ndim != lead + 2 or v.ndim != lead + 2:
+        form = "[b, s, h, d]" if lead == 2 else "[total, h, d]"
+        raise ValueError(f"{op}: expected q, k, v of the form {form}, got shapes {q.shape}, "
+                         f"{k.shape}, {v.shape}")
+    d, dv = q.shape[-1], v.shape[-1]
+    if k.shape[-1] != d:
+        raise ValueError(f"{op}: operand k: expected head dim {d} (from q), got {k.shape}")
+    if d > 256 or dv > 256:
+        raise ValueError(f"{op}: expected head dims up to 256, got d={d}, dv={dv}")
+    left, right = _check_window(window_size)
+    dropout_p = float(dropout_p)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"{op}: dropout_p: expected 0 <= p < 1, got {dropout_p}")
+    key = None
+    if dropout_p > 0.0:
+        if dropout_key is None:
+            raise ValueError(f"{op}: dropout_p > 0 needs dropout_key (a JAX PRNG key)")
+        key = _key_words(dropout_key)
+    alibi = None if alibi_slopes is None else jnp.asarray(alibi_slopes, _F32)
+    scale = float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(d)
+    config = {"scale": scale, "causal": bool(causal), "left": left, "right": right,
+              "dropout_p": dropout_p, "max_seqlen_q": int(max_seqlen_q),
+              "max_seqlen_k": int(max_seqlen_k), "deterministic": bool(deterministic),
+              "dispatch": dispatch or _default_dispatch(), "bf16_cvt": int(bf16_cvt),
+              "atomic32": bool(atomic32)}
+    return q, k, v, alibi, key, config
+
+
+def _default_dispatch() -> Dispatch:
+    """Off AMD only the portable tier can run a call unforced: saying so up front sizes the
+    backward's workspace for it alone (AITER's pieces would be hundreds of MiB at s = 4096)."""
+    return Dispatch() if jax.default_backend() == "rocm" else Dispatch(tier="portable")
+
+
+def _padded_call(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+    d, dv = q.shape[-1], v.shape[-1]
+    dp, dvp = _round8(d), _round8(dv)
+    qp, kp, vp = _pad_last(q, dp), _pad_last(k, dp), _pad_last(v, dvp)
+    out, lse = _attn(qp, kp, vp, bias, alibi, cu_q, cu_k, key,
+                     Static(tuple(sorted(config.items(), key=lambda kv: kv[0]))))
+    return out[..., :dv], jax.lax.stop_gradient(lse)
+
+
+def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: float | None = None,
+                    causal: bool = False, window_size=(-1, -1), bias=None, alibi_slopes=None,
+                    deterministic: bool = False, return_lse: bool = False, *, dropout_key=None,
+                    dispatch: Dispatch | None = None, bf16_cvt: int = 1, atomic32: bool = True):
+    """Attention over q [b, sq, hq, d], k [b, sk, hk, d], v [b, sk, hk, dv] (BSHD).
+
+    Returns out [b, sq, hq, dv] in q's dtype, or (out, lse) with lse float32 [b, hq, sq].
+    ``bf16_cvt`` / ``atomic32`` are AITER's knobs for its ASM kernels (how_v3_bf16_cvt and
+    is_v3_atomic_fp32); ``dispatch`` picks a tier (``jax_aiter.Dispatch``).
+    """
+    op = "flash_attn_func"
+    q, k, v, alibi, key, config = _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size,
+                                           alibi_slopes, deterministic, dropout_key, dispatch,
+                                           bf16_cvt, atomic32, 0, 0, 2, op)
+    b, sq, hq, _ = q.shape
+    sk = k.shape[1]
+    if bias is not None:
+        bias = jnp.asarray(bias)
+        if bias.dtype != q.dtype:
+            bias = bias.astype(_F32)
+        if bias.ndim > 4:
+            raise ValueError(f"{op}: bias: expected at most 4 dims, got {bias.shape}")
+        bias4 = bias.reshape((1,) * (4 - bias.ndim) + bias.shape)
+        full = (b, hq, sq, sk)
+        if any(n not in (1, f) for n, f in zip(bias4.shape, full)):
+            raise ValueError(f"{op}: bias: expected a shape broadcastable to [b, hq, sq, sk] = "
+                             f"{list(full)}, got {bias.shape}")
+    out_shape = (b, sq, hq, v.shape[-1])
+    if 0 in (b, sq, hq):
+        out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((b, hq, sq), _F32)
+    elif sk == 0:
+        out, lse = jnp.zeros(out_shape, q.dtype), jnp.full((b, hq, sq), jnp.inf, _F32)
+    else:
+        bias_in = None if bias is None else bias4
+        out, lse = _padded_call(q, k, v, bias_in, alibi, None, None, key, config)
+    return (out, lse) if return_lse else out
+
+
+def _check_cu_seqlens(cu, total: int, max_seqlen: int, name: str, op: str):
+    try:
+        host = np.asarray(cu)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return  # traced: checked by nobody (see the module doc)
+    if host.ndim != 1 or host.shape[0] < 2:
+        raise ValueError(f"{op}: {name}: expected int32[nseq + 1], got shape {host.shape}")
+    lengths = np.diff(host.astype(np.int64))
+    if host[0] != 0 or np.any(lengths < 0) or host[-1] != total:
+        raise ValueError(f"{op}: {name}: expected non-decreasing offsets from 0 to {total}, got "
+                         f"{host.tolist()}")
+    if lengths.max(initial=0) > max_seqlen:
+        raise ValueError(f"{op}: {name}: a sequence of {int(lengths.max())} exceeds max_seqlen "
+                         f"{max_seqlen}")
+
+
+def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int,
+                      dropout_p: float = 0.0, softmax_scale: float | None = None,
+                      causal: bool = False, window_size=(-1, -1), alibi_slopes=None,
+                      deterministic: bool = False, return_lse: bool = False, *, dropout_key=None,
+                      dispatch: Dispatch | None = None, bf16_cvt: int = 1, atomic32: bool = True):
+    """Attention over packed sequences: q [total_q, hq, d], k [total_k, hk, d], v [total_k, hk, dv];
+    sequence s is rows cu_seqlens[s]:cu_seqlens[s + 1].
+
+    Returns out [total_q, hq, dv], or (out, lse) with lse float32 [hq, total_q].
+    """
+    op = "flash_attn_varlen"
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{op}: {name}: expected the longest sequence as a Python int >= 1, "
+                             f"got {value!r}")
+    q, k, v, alibi, key, config = _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size,
+                                           alibi_slopes, deterministic, dropout_key, dispatch,
+                                           bf16_cvt, atomic32, max_seqlen_q, max_seqlen_k, 1, op)
+    cu_q = jnp.asarray(cu_seqlens_q)
+    cu_k = jnp.asarray(cu_seqlens_k)
+    for name, cu in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        if cu.dtype != jnp.int32 or cu.ndim != 1 or cu.shape[0] < 2:
+            raise ValueError(f"{op}: {name}: expected int32[nseq + 1], got {cu.dtype}{list(cu.shape)}")
+    if cu_k.shape != cu_q.shape:
+        raise ValueError(f"{op}: cu_seqlens_k: expected {list(cu_q.shape)} like cu_seqlens_q, got "
+                         f"{list(cu_k.shape)}")
+    _check_cu_seqlens(cu_q, q.shape[0], int(max_seqlen_q), "cu_seqlens_q", op)
+    _check_cu_seqlens(cu_k, k.shape[0], int(max_seqlen_k), "cu_seqlens_k", op)
+    total_q, hq = q.shape[0], q.shape[1]
+    out_shape = (total_q, hq, v.shape[-1])
+    if total_q == 0 or hq == 0:
+        out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((hq, total_q), _F32)
+    elif k.shape[0] == 0:
+        out, lse = jnp.zeros(out_shape, q.dtype), jnp.full((hq, total_q), jnp.inf, _F32)
+    else:
+        config["max_seqlen_q"] = min(int(max_seqlen_q), total_q)
+        config["max_seqlen_k"] = min(int(max_seqlen_k), k.shape[0])
+        out, lse = _padded_call(q, k, v, None, alibi, cu_q, cu_k, key, config)
+    return (out, lse) if return_lse else out
+
+
+def dropout_mask(key, b: int, hq: int, sq: int, sk: int, p: float, *,
+                 dispatch: Dispatch | None = None):
+    """The keep-mask bool[b, hq, sq, sk] the attention kernels apply for dropout key ``key`` and
+    rate ``p`` (in varlen mode b indexes sequences and (i, j) count from each sequence's start)."""
+    p = float(p)
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout_mask: expected 0 <= p < 1, got {p}")
+    shape = (int(b), int(hq), int(sq), int(sk))
+    if 0 in shape:
+        return jnp.ones(shape, jnp.bool_)
+    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": _key_words(key)},
+                     outputs={"keep": (shape, np.uint8)}, attributes={"dropout_p": p},
+                     dispatch=dispatch)
+    return got["keep"].astype(jnp.bool_)
+
+
+def describe(b: int, sq: int, sk: int, hq: int, hk: int, d: int, dv: int | None = None,
+             dtype="bfloat16", causal: bool = False, window=(-1, -1), varlen: bool = False,
+             backward: bool = False, bias: bool = False, dropout_p: float = 0.0,
+             deterministic: bool = False) -> tuple[str, dict, dict]:
+    """The call jax-aiter-plan describes for attention: (target, operands, attributes)."""
+    dv = dv or d
+    if varlen:  # b sequences of sq / sk rows each
+        q, k, v = (b * sq, hq, d), (b * sk, hk, d), (b * sk, hk, dv)
+        out, lse = (b * sq, hq, dv), (hq, b * sq)
+        cu = ("int32", (b + 1,))
+    else:
+        q, k, v = (b, sq, hq, d), (b, sk, hk, d), (b, sk, hk, dv)
+        out, lse = (b, sq, hq, dv), (b, hq, sq)
+        cu = None
+    operands = {"q": (dtype, q), "k": (dtype, k), "v": (dtype, v),
+                "bias": ("float32", (1, hq, sq, sk)) if bias else None, "alibi_slopes": None,
+                "cu_seqlens_q": cu, "cu_seqlens_k": cu,
+                "rng_key": ("int32", (2,)) if dropout_p > 0 else None}
+    attributes = {"softmax_scale": 1.0 / math.sqrt(d), "causal": causal,
+                  "window_left": window[0], "window_right": window[1], "dropout_p": dropout_p,
+                  "max_seqlen_q": sq if varlen else 0, "max_seqlen_k": sk if varlen else 0,
+                  "bf16_cvt": 1}
+    if not backward:
+        operands.update(out=(dtype, out), lse=("float32", lse))
+        return "aiter.flash_attn_fwd", operands, attributes
+    operands.update(dout=(dtype, out), out=(dtype, out), lse=("float32", lse),
+                    dq=(dtype, q), dk=(dtype, k), dv=(dtype, v),
+                    dbias=("float32", (b, hq, sq, sk) if bias else (0,)))
+    attributes.update(deterministic=deterministic, atomic32=True)
+    return "aiter.flash_attn_bwd", operands, attributes
