@@ -17,3 +17,7 @@ set(JAX_AITER_FAMILY_aiter_bf16gemm_LIST jax_aiter/kernels/shared/aiter_bf16gemm
 set(JAX_AITER_OP_attention_MODULES attention)
 set(JAX_AITER_OP_attention_AITER aiter_fmha_v3)
 set(JAX_AITER_FAMILY_aiter_fmha_v3_LIST jax_aiter/kernels/shared/aiter_fmha_v3.h)
+
+set(JAX_AITER_OP_gemm_i8_MODULES gemm_i8)
+set(JAX_AITER_OP_gemm_i8_AITER aiter_i8gemm)
+set(JAX_AITER_FAMILY_aiter_i8gemm_LIST jax_aiter/kernels/shared/aiter_i8gemm.h)

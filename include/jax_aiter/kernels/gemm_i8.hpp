@@ -1,0 +1,61 @@
+// ABI of our portable INT8 GEMM kernels (kernels_co/gemm_i8.kernel.cpp, code object "gemm_i8"):
+// the argument struct field by field as the kernels declare their parameters, and the kernel
+// table, generated from the list the kernel source instantiates (kernels/shared/gemm_i8.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/shared/gemm_i8.h"
+
+namespace jax_aiter::kernels {
+
+// out = (a . b^T) * a_scale[m] * b_scale[n] (+ bias[n]) as bf16, one block a BM x BN tile.
+struct GemmI8Args {
+  const void* a;        // i8 [M, K], rows lda bytes apart
+  const void* b;        // i8 [N, K] shuffled (aiter_i8gemm::shuffled_offset)
+  const void* a_scale;  // f32 [M]
+  const void* b_scale;  // f32 [N]
+  const void* bias;     // f32 [N], or null
+  void* out;            // bf16 [M, N] row-major
+  int32_t M, N, K;
+  int32_t lda;
+};
+static_assert(offsetof(GemmI8Args, M) == 48 && sizeof(GemmI8Args) == 64);
+
+inline constexpr std::array kGemmI8Fields{
+    JAX_AITER_ARG_FIELD(GemmI8Args, a),       JAX_AITER_ARG_FIELD(GemmI8Args, b),
+    JAX_AITER_ARG_FIELD(GemmI8Args, a_scale), JAX_AITER_ARG_FIELD(GemmI8Args, b_scale),
+    JAX_AITER_ARG_FIELD(GemmI8Args, bias),    JAX_AITER_ARG_FIELD(GemmI8Args, out),
+    JAX_AITER_ARG_FIELD(GemmI8Args, M),       JAX_AITER_ARG_FIELD(GemmI8Args, N),
+    JAX_AITER_ARG_FIELD(GemmI8Args, K),       JAX_AITER_ARG_FIELD(GemmI8Args, lda),
+};
+
+inline constexpr std::string_view kGemmI8CodeObject = "gemm_i8";
+
+struct GemmI8Tile {
+  std::string_view name;
+  int bm, bn, bk, threads;
+  KernelInfo kernel;
+};
+
+namespace gemm_i8_detail {
+// clang-format off
+#define JA_GEMM_I8_TILE(name, BM, BN, BK, THREADS)                                        \
+  GemmI8Tile{#name, BM, BN, BK, THREADS,                                                  \
+             KernelInfo{kGemmI8CodeObject, "jax_aiter_gemm_i8_" #name, sizeof(GemmI8Args), \
+                        kGemmI8Fields}},
+inline constexpr GemmI8Tile kTiles[] = {JAX_AITER_GEMM_I8_TILES(JA_GEMM_I8_TILE)};
+#undef JA_GEMM_I8_TILE
+// clang-format on
+}  // namespace gemm_i8_detail
+
+// Largest BM first (the portable rule picks the first with BM <= M).
+inline constexpr std::span<const GemmI8Tile> kGemmI8Tiles = gemm_i8_detail::kTiles;
+static_assert(kGemmI8Tiles[0].kernel.symbol == "jax_aiter_gemm_i8_t128x128");
+
+}  // namespace jax_aiter::kernels

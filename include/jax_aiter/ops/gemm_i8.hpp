@@ -1,0 +1,28 @@
+// aiter.gemm_i8: out[M,N] bf16 = (a[M,K] i8 . b[N,K]^T i8) * a_scale[m] * b_scale[n] (+ bias[n]),
+// b pre-shuffled (AITER's gemm_a8w8_asm; ops/gemm_i8_params.hpp). Two tiers, in order: AITER's
+// INT8 ASM kernels (ops/gemm_i8_asm.hpp) and our portable kernels (ops/gemm_i8_portable.hpp).
+// Pure C++.
+#pragma once
+
+#include <cstdint>
+#include <tuple>
+
+#include "jax_aiter/ops/gemm_i8_asm.hpp"
+#include "jax_aiter/ops/gemm_i8_params.hpp"
+#include "jax_aiter/ops/gemm_i8_portable.hpp"
+
+namespace jax_aiter::ops {
+
+struct GemmI8 {
+  static constexpr std::string_view kName = kGemmI8Name;
+  using Params = GemmI8Params;
+  using Tiers = std::tuple<GemmI8AsmTier, GemmI8PortableTier>;
+
+  static Status validate(const Params& p) { return gemm_i8_detail::check(p); }
+
+  // Sized before any device is known: the ASM tier's zeroed stand-in bias (f32 [N]); the
+  // portable tier needs none.
+  static int64_t workspace_bytes(const Params& p) { return p.n() * 4; }
+};
+
+}  // namespace jax_aiter::ops

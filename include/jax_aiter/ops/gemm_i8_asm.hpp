@@ -1,0 +1,212 @@
+// The ASM tier of aiter.gemm_i8: AITER's INT8 GEMM kernels (kernels/aiter/i8gemm.hpp), chosen by
+// AITER's CU-rounds heuristic as it is meant to work, over the rows in table order, and packed as
+// AITER packs them.
+//
+// The rule (restated from get_heuristic_kernel in AITER's asm_gemm_a8w8.cu at e4048607a535):
+//  - K must be a multiple of 128 (the kernels' K step; ours: AITER does not check);
+//  - candidates are the rows built for the arch that may split (the CSV's splitK = 1; AITER
+//    never auto-picks gfx942's 112x256) whose tile N divides N;
+//  - each candidate is tried with every valid split s in 1..16: a split's K chunk is
+//    roundup(ceil(K / s), 128), and s is valid when ceil(K / chunk) == s (AITER corrects an
+//    invalid split to that count; here only the corrected splits are scored, once);
+//  - (row, split) pairs are compared by CU rounds = ceil(tiles * s / cus), tiles =
+//    ceil(M / tile_m) * N / tile_n, then idle CUs in the last round, then tile efficiency
+//    tile_m * tile_n / (tile_m + tile_n) (higher is better); the first in table order, then the
+//    smaller split, wins what is still tied.
+//  - a forced kernel (AITER's kernelName) runs split 1 unless splitk says otherwise; a forced
+//    split must be valid as above, and only rows that may split run one above 1.
+// Where ours differs from AITER's (README, "INT8 GEMM"):
+//  - AITER passes the caller's splitK (Python's default -1) as an always-engaged optional, so its
+//    heuristic scores only that split: -1 gives a negative grid and the launch fails (its Python
+//    wrapper gemm_a8w8_ASM therefore always passes 1). We score splits 1..16, which is what the
+//    code does when no split is given;
+//  - AITER never updates its best efficiency (it stays 1.0), and compares with
+//    `rounds < best || (rounds == best && (idle < best_idle || eff > 1.0))`: among rows of
+//    equal rounds the last in std::unordered_map order wins. Ours is the lexicographic order
+//    above;
+//  - a forced split above 1 on a row that may not split (112x256) is refused; AITER launches it
+//    with no memset and a grid that runs every split over all of K;
+//  - no bias: the kernels read BIAS regardless (AITER's Python asks the caller for zeros); the
+//    plan passes a zeroed workspace piece.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/core/verdict.hpp"
+#include "jax_aiter/kernels/aiter/i8gemm.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/gemm_i8_params.hpp"
+
+namespace jax_aiter::ops {
+
+struct AiterI8GemmQuery {
+  int64_t m = 0, n = 0, k = 0;
+  Arch arch = Arch::kGfx942;
+  int compute_units = 304;
+  std::string_view kernel;  // forced row, by symbol or short name ("" = heuristic)
+  int64_t splitk = -1;      // forced split (-1 = heuristic; 0 = 1)
+};
+
+struct AiterI8GemmChoice {
+  const kernels::AiterI8GemmRow* row = nullptr;
+  int split = 1;
+};
+
+namespace gemm_i8_asm_detail {
+
+namespace A = kernels::aiter_i8gemm;
+
+constexpr int64_t tiles(const kernels::AiterI8GemmRow& r, int64_t m, int64_t n) {
+  return ceil_div(m, r.tile_m) * (n / r.tile_n);
+}
+
+// Whether `split` K splits of 128-multiples cover K with none empty (AITER's corrected split).
+constexpr bool valid_split(int64_t k, int64_t split) {
+  return split >= 1 && ceil_div(k, A::split_chunk(k, split)) == split;
+}
+
+struct Score {
+  int64_t rounds, idle;
+  int tm, tn;
+
+  // Strictly better: fewer rounds, then fewer idle CUs, then higher efficiency.
+  constexpr bool better_than(const Score& o) const {
+    if (rounds != o.rounds) return rounds < o.rounds;
+    if (idle != o.idle) return idle < o.idle;
+    // tm*tn/(tm+tn) > o.tm*o.tn/(o.tm+o.tn), in integers
+    return int64_t{tm} * tn * (o.tm + o.tn) > int64_t{o.tm} * o.tn * (tm + tn);
+  }
+};
+
+constexpr Score score(const kernels::AiterI8GemmRow& r, const AiterI8GemmQuery& q, int64_t split) {
+  const int64_t launched = tiles(r, q.m, q.n) * split;
+  const int64_t rounds = ceil_div(launched, q.compute_units);
+  return {rounds, rounds * q.compute_units - launched, r.tile_m, r.tile_n};
+}
+
+constexpr bool names(const kernels::AiterI8GemmRow& r, std::string_view kernel) {
+  return r.kernel.symbol == kernel || r.short_name() == kernel;
+}
+
+}  // namespace gemm_i8_asm_detail
+
+// AITER's INT8 GEMM row and split for a call, or why none runs it.
+constexpr Verdict select_aiter_i8gemm(const AiterI8GemmQuery& q, AiterI8GemmChoice* out) {
+  using namespace gemm_i8_asm_detail;
+  if (q.arch != Arch::kGfx942 && q.arch != Arch::kGfx950) {
+    return Verdict::no(
+        "AITER's ASM kernels are gfx942/gfx950 code (plan them for one with asm_arch to run "
+        "their ABI twins on this device)");
+  }
+  if (q.k % A::kSplitKAlign != 0) return Verdict::no("K = {} is not a multiple of 128", q.k);
+  if (q.compute_units < 1) return Verdict::no("no compute units");
+  const int64_t forced_split = q.splitk == 0 ? 1 : q.splitk;  // AITER: splitK ?: 1
+  if (forced_split > 0 && !valid_split(q.k, forced_split)) {
+    return Verdict::no(
+        "split {} does not cut K = {} into 128-multiples with none empty (chunks of {})",
+        forced_split, q.k, A::split_chunk(q.k, forced_split));
+  }
+  if (!q.kernel.empty()) {
+    for (const auto& r : kernels::kAiterI8GemmRows) {
+      if (!r.on(q.arch) || !names(r, q.kernel)) continue;
+      if (q.n % r.tile_n != 0) {
+        return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
+                           r.tile_n);
+      }
+      const int64_t split = forced_split > 0 ? forced_split : 1;
+      if (split > 1 && !r.split_k) {
+        return Verdict::no("the forced kernel cannot split K (split {})", split);
+      }
+      *out = {&r, static_cast<int>(split)};
+      return Verdict::yes();
+    }
+    return Verdict::no("the forced kernel is not an i8gemm row for this arch");
+  }
+  const kernels::AiterI8GemmRow* best = nullptr;
+  Score best_score{};
+  int64_t best_split = 1;
+  for (const auto& r : kernels::kAiterI8GemmRows) {
+    if (!r.on(q.arch) || !r.split_k || q.n % r.tile_n != 0) continue;
+    const int64_t first = forced_split > 0 ? forced_split : 1;
+    const int64_t last = forced_split > 0 ? forced_split : A::kMaxSplit;
+    for (int64_t split = first; split <= last; ++split) {
+      if (!valid_split(q.k, split)) continue;
+      const Score s = score(r, q, split);
+      if (best == nullptr || s.better_than(best_score)) {
+        best = &r;
+        best_score = s;
+        best_split = split;
+      }
+    }
+  }
+  if (best == nullptr) {
+    return Verdict::no("N = {} is not a multiple of a candidate row's tile N (128)", q.n);
+  }
+  *out = {best, static_cast<int>(best_split)};
+  return Verdict::yes();
+}
+
+struct GemmI8AsmTier {
+  static constexpr std::string_view kName = "asm";
+  static constexpr bool kRunsAiterCode = true;
+
+  static AiterI8GemmQuery query(const GemmI8Params& p, const Target& t) {
+    return {p.m(), p.n(), p.k(), t.arch, t.compute_units, p.kernel, p.splitk};
+  }
+
+  static Verdict supports(const GemmI8Params& p, const Target& t) {
+    AiterI8GemmChoice choice;
+    return select_aiter_i8gemm(query(p, t), &choice);
+  }
+
+  // As AITER's gemm_a8w8_asm packs it, every field written (the rest of the slots zero).
+  static void plan(const GemmI8Params& p, const Target& t, kernels::Plan& plan) {
+    AiterI8GemmChoice c;
+    (void)select_aiter_i8gemm(query(p, t), &c);
+    const kernels::AiterI8GemmRow& r = *c.row;
+    const auto m = static_cast<uint32_t>(p.m()), n = static_cast<uint32_t>(p.n()),
+               k = static_cast<uint32_t>(p.k());
+    kernels::AiterI8GemmWideArgs wide{};
+    kernels::AiterI8GemmArgs& args = wide.base;
+    args.C = p.out.data;
+    args.A = p.a.data;
+    args.B = p.b.data;
+    args.SA = p.a_scale.data;
+    args.SB = p.b_scale.data;
+    args.M = m;
+    args.N = n;
+    args.K = k;
+    args.lda = k;  // elements (= bytes)
+    args.ldb = k;
+    args.ldc = n * 2;  // bytes
+    args.ks = static_cast<uint32_t>(c.split);
+    if (p.bias) {
+      args.BIAS = p.bias->data;
+    } else {
+      // The kernels read BIAS whether or not there is one: a zeroed f32 [N] stands in.
+      const int zero = plan.workspace.add("zero_bias", int64_t{n} * 4);
+      args.BIAS = plan.piece(zero);
+      plan.memset(plan.piece(zero), uint64_t{n} * 4, 0, "zero_bias");
+    }
+    if (c.split > 1) {
+      // The splits add their partial products into out atomically: it must start at zero.
+      plan.memset(p.out.data, uint64_t{m} * n * 2, 0, "out");
+    }
+    const kernels::Dim3 grid{static_cast<uint32_t>(n / r.tile_n * c.split),
+                             static_cast<uint32_t>(ceil_div(m, r.tile_m)), 1};
+    const kernels::Dim3 block{kernels::aiter_i8gemm::kBlockThreads, 1, 1};
+    if (r.wide()) {
+      plan.launch(r.kernel, grid, block, wide);
+    } else {
+      plan.launch(r.kernel, grid, block, args);
+    }
+    plan.note("tile_m", r.tile_m);
+    plan.note("tile_n", r.tile_n);
+    plan.note("split", c.split);
+  }
+};
+
+}  // namespace jax_aiter::ops

@@ -1,0 +1,233 @@
+"""Quantized GEMMs and what they need: weight layouts, quantization helpers, ``gemm_i8``.
+
+From a bf16 model to AITER's INT8 GEMM in three lines (per-token activations, per-channel
+weights; quantize and shuffle the weight once, at load time)::
+
+    wq, w_scale = quantize_per_channel(w)           # w: [N, K] -> int8 [N, K], f32 [1, N]
+    w_i8 = shuffle_weight(wq)                       # ShuffledWeight in the (16, 16) layout
+    xq, x_scale = quantize_per_token(x)             # x: [..., K] -> int8 [..., K], f32 [..., 1]
+    y = gemm_i8(xq, w_i8, x_scale, w_scale, bias)   # bf16 [..., N]
+
+Weight layouts. AITER's pre-shuffled GEMMs read B [N, K] in a blocked layout,
+``shuffle_weight(w, layout=(IN, IK))``: with E = 16 bytes' worth of elements (16 for int8, 8 for
+bf16) and BK = 2 IK, w is viewed as [N/IN, IN, K/BK, BK/E, E] and stored as
+[N/IN, K/BK, BK/E, IN, E]: each IN x BK block of the weight becomes BK/E planes, each plane IN
+rows of E contiguous elements::
+
+    int8, layout (16, 16): one block of w (16 rows n0..n0+15, 32 columns k0..k0+31), 512 bytes:
+
+      plane 0 (k0 .. k0+15):   row n0: 16 bytes | row n0+1: 16 bytes | ... | row n0+15
+      plane 1 (k0+16 .. +31):  row n0: 16 bytes | row n0+1: 16 bytes | ... | row n0+15
+
+    blocks follow one another along K first (k0 = 0, 32, ...), then along N (n0 = 0, 16, ...).
+
+The INT8 kernels read the (16, 16) layout: it is what AITER's own op test and tuner feed them
+(``op_tests/test_gemm_a8w8.py``, ``gemm_a8w8_bpreshuffle_tune.py``), although a docstring and a
+comment in AITER say (32, 16). A shuffled weight is a ``ShuffledWeight`` (a pytree: it passes
+through jit, device_put and shard_map like an array), and ``gemm_i8`` takes nothing else, so a
+weight that was never shuffled cannot reach the kernels by accident; the layout travels to C++
+as the ``b_layout`` attribute, which the op checks too.
+
+``gemm_i8`` is an inference op: it has no gradient, and differentiating through it raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_aiter import _call
+from jax_aiter._call import Dispatch, Static
+
+__all__ = ["I8_LAYOUT", "ShuffledWeight", "gemm_i8", "quantize_per_channel",
+           "quantize_per_token", "shuffle_weight", "unshuffle_weight"]
+
+# The layout AITER's INT8 GEMM kernels read (include/jax_aiter/kernels/shared/aiter_i8gemm.h).
+I8_LAYOUT = (16, 16)
+
+_I8_MAX = 127.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ShuffledWeight:
+    """A weight ``[N, K]`` stored in a pre-shuffled layout (``shuffle_weight``).
+
+    ``data`` has the weight's shape and dtype, its elements permuted; ``layout`` is (IN, IK) as
+    AITER's ``shuffle_weight`` takes it. A pytree with ``data`` its only leaf.
+    """
+    data: jax.Array
+    layout: tuple
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+
+jax.tree_util.register_dataclass(ShuffledWeight, data_fields=["data"], meta_fields=["layout"])
+
+
+def _blocks(shape, dtype, layout):
+    n_in, ik = (int(v) for v in layout)
+    per16 = 16 // np.dtype(dtype).itemsize  # elements in 16 bytes
+    bk = 2 * ik
+    if len(shape) < 2:
+        raise ValueError(f"shuffle_weight: expected a weight [..., N, K], got shape {shape}")
+    n, k = shape[-2:]
+    if n_in <= 0 or bk % per16 != 0 or n % n_in != 0 or k % bk != 0:
+        raise ValueError(f"shuffle_weight: layout {tuple(layout)} needs N % {n_in} == 0 and "
+                         f"K % {bk} == 0 (blocks of {per16} {np.dtype(dtype).name}), got "
+                         f"[N, K] = [{n}, {k}]")
+    return n_in, bk, per16
+
+
+def shuffle_weight(w, layout=I8_LAYOUT) -> ShuffledWeight:
+    """AITER's ``shuffle_weight(w, layout)`` as a JAX function (any backend): the permutation
+    the pre-shuffled GEMM kernels read (module docstring). ``w``: ``[..., N, K]``."""
+    w = jnp.asarray(w)
+    n_in, bk, per16 = _blocks(w.shape, w.dtype, layout)
+    *lead, n, k = w.shape
+    x = w.reshape(*lead, n // n_in, n_in, k // bk, bk // per16, per16)
+    r = len(lead)
+    x = jnp.transpose(x, (*range(r), r, r + 2, r + 3, r + 1, r + 4))
+    return ShuffledWeight(x.reshape(w.shape), tuple(int(v) for v in layout))
+
+
+def unshuffle_weight(w: ShuffledWeight) -> jax.Array:
+    """The inverse of ``shuffle_weight``: the plain ``[..., N, K]`` weight."""
+    if not isinstance(w, ShuffledWeight):
+        raise TypeError(f"unshuffle_weight: expected a ShuffledWeight, got {type(w).__name__}")
+    d = w.data
+    n_in, bk, per16 = _blocks(d.shape, d.dtype, w.layout)
+    *lead, n, k = d.shape
+    x = d.reshape(*lead, n // n_in, k // bk, bk // per16, n_in, per16)
+    r = len(lead)
+    x = jnp.transpose(x, (*range(r), r, r + 3, r + 1, r + 2, r + 4))
+    return x.reshape(d.shape)
+
+
+def _quantize_rows(x, axis):
+    x = jnp.asarray(x).astype(jnp.float32)
+    amax = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
+    scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0).astype(jnp.float32)
+    q = jnp.clip(jnp.round(x / scale), -_I8_MAX, _I8_MAX).astype(jnp.int8)
+    return q, scale
+
+
+def quantize_per_token(x):
+    """Symmetric int8 per row (token): ``x [..., K]`` -> ``(int8 [..., K], f32 scale [..., 1])``
+    with ``x ~= q * scale``, scale = max |x| / 127 over the row (1 for an all-zero row)."""
+    return _quantize_rows(x, -1)
+
+
+def quantize_per_channel(w):
+    """Symmetric int8 per output channel of a weight ``[N, K]`` -> ``(int8 [N, K],
+    f32 scale [1, N])``, the shape ``gemm_i8`` takes."""
+    w = jnp.asarray(w)
+    if w.ndim != 2:
+        raise ValueError(f"quantize_per_channel: expected a weight [N, K], got shape {w.shape}")
+    q, scale = _quantize_rows(w, -1)
+    return q, scale.reshape(1, -1)
+
+
+# ---- gemm_i8 ---------------------------------------------------------------------------------
+
+def _call_gemm_i8(a, b, a_scale, b_scale, bias, config):
+    kernel, splitk, dispatch = config
+    m, n = a.shape[0], b.shape[0]
+    if m == 0 or n == 0:
+        return jnp.zeros((m, n), jnp.bfloat16)
+    return _call.call("aiter.gemm_i8",
+                      inputs={"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale,
+                              "bias": bias},
+                      outputs={"out": ((m, n), jnp.bfloat16)},
+                      attributes={"b_layout": "x".join(str(v) for v in I8_LAYOUT),
+                                  "kernel": kernel, "splitk": splitk},
+                      dispatch=dispatch)["out"]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
+def _gemm_i8(a, b, a_scale, b_scale, bias, config):
+    return _call_gemm_i8(a, b, a_scale, b_scale, bias, config.value)
+
+
+def _no_grad(*_):
+    raise TypeError("aiter.gemm_i8 is an inference op: it has no gradient (differentiate the "
+                    "bf16 model, e.g. jax_aiter.gemm or jnp.dot, instead)")
+
+
+_gemm_i8.defvjp(lambda a, b, sa, sb, bias, config: _no_grad(), lambda config, res, g: _no_grad())
+
+
+def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | None = None,
+            splitk: int | None = None, dispatch: Dispatch | None = None):
+    """``(a . w^T) * a_scale * b_scale (+ bias)`` as bf16, with exact int32 sums (AITER's
+    ``gemm_a8w8_asm`` contract).
+
+    Args:
+      a: int8 ``[..., K]`` (activations, e.g. from ``quantize_per_token``); K % 32 == 0,
+        K <= 131072.
+      b: the int8 weight ``[N, K]`` as a ``ShuffledWeight`` in ``I8_LAYOUT`` (``shuffle_weight``);
+        N % 16 == 0.
+      a_scale: f32 ``[..., 1]`` (a's leading dims).
+      b_scale: f32 ``[1, N]`` (or ``[N]``).
+      bias: optional f32 ``[N]`` (or ``[1, N]``).
+      kernel: an AITER i8gemm kernel to use (AITER's kernelName, by symbol or short name);
+        None lets the heuristic choose.
+      splitk: a K split for the ASM tier (AITER's splitK); None lets the heuristic choose.
+      dispatch: which tier runs the call (``jax_aiter.Dispatch``).
+    Returns:
+      bf16 ``[..., N]``.
+    """
+    if not isinstance(b, ShuffledWeight):
+        raise TypeError(
+            "aiter.gemm_i8: operand b: expected a ShuffledWeight (jax_aiter.quant.shuffle_weight"
+            f"(w, layout={I8_LAYOUT})), got {type(b).__name__}: the kernels read a pre-shuffled "
+            "weight, and a plain array is taken for an unshuffled one")
+    if tuple(b.layout) != I8_LAYOUT:
+        raise ValueError(f"aiter.gemm_i8: operand b: expected a weight shuffled in the layout "
+                         f"{I8_LAYOUT}, got one in {tuple(b.layout)}")
+    a = jnp.asarray(a)
+    if a.ndim < 1 or b.data.ndim != 2:
+        raise ValueError(f"aiter.gemm_i8: expected a of rank >= 1 and b of rank 2, got shapes "
+                         f"{a.shape} and {b.data.shape}")
+    lead, k = a.shape[:-1], a.shape[-1]
+    n = b.data.shape[0]
+    m = math.prod(lead)
+    a_scale = jnp.asarray(a_scale)
+    if a_scale.shape != (*lead, 1):
+        raise ValueError(f"aiter.gemm_i8: operand a_scale: expected shape {(*lead, 1)} (a's "
+                         f"leading dims), got {a_scale.shape}")
+    b_scale = jnp.asarray(b_scale)
+    if b_scale.shape not in ((n,), (1, n)):
+        raise ValueError(f"aiter.gemm_i8: operand b_scale: expected shape (1, {n}) or ({n},), "
+                         f"got {b_scale.shape}")
+    if bias is not None:
+        bias = jnp.asarray(bias)
+        if bias.shape not in ((n,), (1, n)):
+            raise ValueError(f"aiter.gemm_i8: operand bias: expected shape ({n},) or (1, {n}), "
+                             f"got {bias.shape}")
+        bias = bias.reshape(1, n)
+    config = Static((kernel or "", -1 if splitk is None else int(splitk), dispatch or Dispatch()))
+    out = _gemm_i8(a.reshape(m, k), b.data, a_scale.reshape(m, 1), b_scale.reshape(1, n), bias,
+                   config)
+    return out.reshape(*lead, n)
+
+
+def describe(m: int, n: int, k: int, bias: bool = False, kernel: str | None = None,
+             splitk: int | None = None) -> tuple[dict, dict]:
+    """The call jax-aiter-plan describes for aiter.gemm_i8: operands name -> (dtype, shape),
+    attributes."""
+    operands = {"a": ("int8", (m, k)), "b": ("int8", (n, k)), "a_scale": ("float32", (m, 1)),
+                "b_scale": ("float32", (1, n)), "bias": ("float32", (1, n)) if bias else None,
+                "out": ("bfloat16", (m, n))}
+    return operands, {"b_layout": "x".join(str(v) for v in I8_LAYOUT), "kernel": kernel or "",
+                      "splitk": -1 if splitk is None else splitk}

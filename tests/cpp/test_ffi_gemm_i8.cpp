@@ -1,0 +1,501 @@
+// aiter.gemm_i8 through its FFI handler on the Host backend (no XLA, no GPU): values of both tiers
+// against a float64 reference computed here from the dequantized inputs, outputs poisoned first;
+// every AITER i8gemm row forced through its ABI twin on its archs, split-K included, with the
+// plan's own memsets and workspace; the heuristic's choices; every bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jax_aiter/ffi/describe.hpp"
+#include "jax_aiter/ffi/gemm_i8.hpp"
+#include "jax_aiter/host_twins/gemm_i8.hpp"
+#include "jax_aiter/ops/gemm_i8.hpp"
+#include "jax_aiter/runtime/host.hpp"
+#include "jax_aiter/testing/fake_ffi.hpp"
+#include "jax_aiter/testing/host_array.hpp"
+
+namespace ja = jax_aiter;
+namespace fake = jax_aiter::testing;
+namespace ops = jax_aiter::ops;
+using fake::Array;
+using ja::DType;
+
+JAX_AITER_DEFINE_HANDLER(test_gemm_i8_cpu, ops::GemmI8, ja::runtime::Host);
+
+namespace {
+
+struct Options {
+  std::string kernel;
+  int64_t splitk = -1;
+  std::string tier = "auto";
+  std::string asm_arch;
+  int64_t asm_cus = 0;
+  std::string layout = "16x16";
+
+  Options& with_kernel(std::string k, int64_t split = -1) {
+    kernel = std::move(k);
+    splitk = split;
+    return *this;
+  }
+  Options& with_split(int64_t split) {
+    splitk = split;
+    return *this;
+  }
+  Options& with_tier(std::string t) {
+    tier = std::move(t);
+    return *this;
+  }
+  Options& for_arch(std::string arch, int64_t cus = 0) {
+    asm_arch = std::move(arch);
+    asm_cus = cus;
+    return *this;
+  }
+  Options& with_layout(std::string l) {
+    layout = std::move(l);
+    return *this;
+  }
+};
+
+int8_t i8_at(const Array& a, int64_t i) { return static_cast<int8_t>(a.bytes[i]); }
+
+// AITER's shuffle_weight(w, layout=(16, 16)) for int8, written as its view/permute:
+// w[N/16, 16, K/32, 2, 16] -> [N/16, K/32, 2, 16, 16].
+std::vector<unsigned char> shuffle(const std::vector<unsigned char>& w, int64_t n, int64_t k) {
+  std::vector<unsigned char> out(w.size());
+  size_t i = 0;
+  for (int64_t n0 = 0; n0 < n / 16; ++n0) {
+    for (int64_t k0 = 0; k0 < k / 32; ++k0) {
+      for (int64_t h = 0; h < 2; ++h) {
+        for (int64_t r = 0; r < 16; ++r) {
+          for (int64_t e = 0; e < 16; ++e) out[i++] = w[(n0 * 16 + r) * k + k0 * 32 + h * 16 + e];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// One call's buffers: int8 inputs over the whole range, positive scales, out poisoned, the
+// workspace of the size the op asks for, filled with garbage.
+struct I8Call {
+  int64_t m, n, k;
+  bool with_bias;
+  Array a, b_plain, b, a_scale, b_scale, bias, out, workspace;
+
+  I8Call(int64_t m_, int64_t n_, int64_t k_, bool bias_, uint64_t seed)
+      : m(m_),
+        n(n_),
+        k(k_),
+        with_bias(bias_),
+        a(DType::kI8, {m_, k_}),
+        b_plain(DType::kI8, {n_, k_}),
+        b(DType::kI8, {n_, k_}),
+        a_scale(DType::kF32, {m_, 1}),
+        b_scale(DType::kF32, {1, n_}),
+        bias(DType::kF32, {1, n_}),
+        out(DType::kBF16, {m_, n_}),
+        workspace(DType::kU8, {n_ * 4}) {
+    fake::Rng rng(seed);
+    for (auto* arr : {&a, &b_plain}) {
+      for (auto& byte : arr->bytes) {
+        byte = static_cast<unsigned char>(static_cast<int8_t>(std::lround(rng.uniform(-127, 127))));
+      }
+    }
+    if (n % 16 == 0 && k % 32 == 0) b.bytes = shuffle(b_plain.bytes, n, k);
+    fake::fill(a_scale, rng, 1e-3, 2e-2);
+    fake::fill(b_scale, rng, 1e-3, 2e-2);
+    fake::fill(bias, rng, -1, 1);
+    out.poison();
+    std::fill(workspace.bytes.begin(), workspace.bytes.end(), 0xAB);
+  }
+
+  fake::CallFrame frame(const Options& o) {
+    fake::CallFrame f;
+    fake::add_arg(f, a);
+    fake::add_arg(f, b);
+    fake::add_arg(f, a_scale);
+    fake::add_arg(f, b_scale);
+    if (with_bias) {
+      fake::add_arg(f, bias);
+    } else {
+      fake::add_absent(f);
+    }
+    fake::add_ret(f, out);
+    fake::add_ret(f, workspace);
+    f.string_attr("b_layout", o.layout)
+        .string_attr("kernel", o.kernel)
+        .attr("splitk", o.splitk)
+        .string_attr("tier", o.tier);
+    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
+    if (o.asm_cus) f.attr("asm_cus", o.asm_cus);
+    return f;
+  }
+  fake::CallResult call(const Options& o = {}) {
+    fake::CallFrame f = frame(o);
+    return fake::call(test_gemm_i8_cpu, f);
+  }
+
+  // |out - ref| <= u |ref| + ((steps - 1) u + 8 u_f32) scale, scale = sum |a b| sa sb + |bias|:
+  // the output is rounded to bf16 once (or once per split, when splits add into out), and the
+  // float32 epilogue rounds a few times.
+  ::testing::AssertionResult check(int steps = 1) const {
+    const double u = 0x1.0p-8, u32 = 0x1.0p-24;
+    int64_t bad = 0;
+    std::string first;
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        double acc = 0, mag = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double t = double(i8_at(a, r * k + kk)) * i8_at(b_plain, c * k + kk);
+          acc += t;
+          mag += std::abs(t);
+        }
+        const double s = a_scale.at(r) * b_scale.at(c);
+        double ref = acc * s, scale = mag * s;
+        if (with_bias) {
+          ref += bias.at(c);
+          scale += std::abs(bias.at(c));
+        }
+        const double bound = u * std::abs(ref) + ((steps - 1) * u + 8 * u32) * scale + 1e-30;
+        const double got = out.at(r * n + c);
+        if (!(std::abs(got - ref) <= bound)) {
+          if (bad++ == 0) {
+            first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
+                    std::to_string(got) + ", want " + std::to_string(ref);
+          }
+        }
+      }
+    }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+  }
+};
+
+::testing::AssertionResult Fails(const fake::CallResult& r,
+                                 std::initializer_list<std::string_view> parts) {
+  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
+  for (std::string_view p : parts) {
+    if (r.message.find(p) == std::string::npos) {
+      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
+    }
+  }
+  return ::testing::AssertionSuccess() << r.message;
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// ---- the portable tier ---------------------------------------------------------------------
+
+TEST(GemmI8Portable, ValuesForOddAndLargeShapes) {
+  const Shape shapes[] = {{1, 16, 32},     {7, 48, 96},     {33, 144, 160},   {130, 272, 4128},
+                          {17, 4112, 256}, {1, 128, 32768}, {256, 512, 2048}, {300, 64, 64}};
+  uint64_t seed = 1;
+  for (const Shape& s : shapes) {
+    for (bool bias : {false, true}) {
+      I8Call c(s.m, s.n, s.k, bias, seed++);
+      const fake::CallResult r = c.call(Options().with_tier("portable"));
+      ASSERT_TRUE(r.ok()) << r.message;
+      EXPECT_TRUE(c.check()) << s.m << "x" << s.n << "x" << s.k << " bias " << bias;
+    }
+  }
+}
+
+// On the host the ASM tier declines (AMD code) and the portable tier takes the call.
+TEST(GemmI8Portable, AutoOnTheHostIsPortable) {
+  I8Call c(9, 256, 512, true, 11);
+  ASSERT_TRUE(c.call().ok());
+  EXPECT_TRUE(c.check());
+}
+
+// ---- the ASM tier, through the ABI twins -----------------------------------------------------
+
+struct ArchCase {
+  const char* arch;
+  int cus;
+};
+constexpr ArchCase kArchs[] = {{"gfx942", 304}, {"gfx950", 256}};
+
+ja::Arch arch_of(const ArchCase& a) {
+  return std::string_view(a.arch) == "gfx942" ? ja::Arch::kGfx942 : ja::Arch::kGfx950;
+}
+
+// Every row of each arch forced by name, unsplit and (rows that split) split 2, 3 and 5; with and
+// without bias; M not a multiple of any tile.
+TEST(GemmI8AsmTwins, EveryRowForcedOnItsArchs) {
+  int runs = 0, split_runs = 0;
+  uint64_t seed = 100;
+  for (const ArchCase& arch : kArchs) {
+    for (const auto& row : ja::kernels::kAiterI8GemmRows) {
+      if (!row.on(arch_of(arch))) continue;
+      const int64_t n = row.tile_n * 2, k = 640, m = row.tile_m + 37;
+      std::vector<int64_t> splits = {-1};
+      if (row.split_k) splits = {-1, 2, 3, 5};
+      for (int64_t splitk : splits) {
+        for (bool bias : {false, true}) {
+          I8Call c(m, n, k, bias, seed++);
+          const fake::CallResult r = c.call(Options()
+                                                .with_kernel(std::string(row.short_name()), splitk)
+                                                .with_tier("asm")
+                                                .for_arch(arch.arch, arch.cus));
+          ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
+          const int split = splitk > 1 ? static_cast<int>(splitk) : 1;
+          EXPECT_TRUE(c.check(split))
+              << arch.arch << " " << row.short_name() << " split " << split << " bias " << bias;
+          ++runs;
+          split_runs += split > 1;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runs, 2 * (1 + 8 * 4) + 2 * (8 * 4));
+  EXPECT_EQ(split_runs, 2 * 3 * 16);
+}
+
+// The heuristic's own choice (no kernel forced) on both archs, for shapes that split and ones that
+// do not.
+TEST(GemmI8AsmTwins, HeuristicChoices) {
+  const Shape shapes[] = {{1, 4096, 1024}, {100, 768, 512}, {300, 256, 128}, {640, 1024, 256}};
+  uint64_t seed = 300;
+  int split = 0;
+  for (const ArchCase& arch : kArchs) {
+    for (const Shape& s : shapes) {
+      I8Call c(s.m, s.n, s.k, true, seed++);
+      const fake::CallResult r = c.call(Options().with_tier("asm").for_arch(arch.arch, arch.cus));
+      ASSERT_TRUE(r.ok()) << r.message;
+      ops::AiterI8GemmQuery q;
+      q.m = s.m;
+      q.n = s.n;
+      q.k = s.k;
+      q.arch = arch_of(arch);
+      q.compute_units = arch.cus;
+      ops::AiterI8GemmChoice choice;
+      ASSERT_TRUE(ops::select_aiter_i8gemm(q, &choice).ok());
+      split += choice.split > 1;
+      EXPECT_TRUE(c.check(choice.split)) << arch.arch << " " << s.m << "x" << s.n << "x" << s.k;
+    }
+  }
+  EXPECT_GT(split, 0);
+  EXPECT_LT(split, 8);
+}
+
+// The plan as AITER packs it: the struct's fields, the grid, and the memsets (zero bias for a call
+// without one; out zeroed before a split launch).
+TEST(GemmI8AsmTwins, PlanPacksAsAiterDoes) {
+  I8Call c(100, 256, 640, false, 7);
+  ops::GemmI8Params p;
+  auto tensor = [](Array& arr) {
+    ops::Tensor t;
+    t.data = arr.data();
+    t.dtype = arr.dtype;
+    t.rank = static_cast<int>(arr.dims.size());
+    for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
+    return t;
+  };
+  p.a = tensor(c.a);
+  p.b = tensor(c.b);
+  p.a_scale = tensor(c.a_scale);
+  p.b_scale = tensor(c.b_scale);
+  p.out = tensor(c.out);
+  p.workspace = tensor(c.workspace);
+  p.b_layout = "16x16";
+  p.kernel = "I8gemm_bf16_perTokenI8_BpreShuffle_32x128";
+  p.splitk = 3;
+  ja::Target gfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
+  ja::kernels::Plan plan;
+  plan.workspace_base = c.workspace.data();
+  ops::GemmI8AsmTier::plan(p, gfx942, plan);
+  ASSERT_EQ(plan.count, 3u);
+  ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kMemset);
+  EXPECT_EQ(plan.steps[0].memset.what, "zero_bias");
+  EXPECT_EQ(plan.steps[0].memset.bytes, 256u * 4);
+  ASSERT_EQ(plan.steps[1].kind, ja::kernels::Step::Kind::kMemset);
+  EXPECT_EQ(plan.steps[1].memset.dst, c.out.data());
+  EXPECT_EQ(plan.steps[1].memset.bytes, 100u * 256 * 2);
+  const ja::kernels::Launch& launch = plan.steps[2].launch;
+  EXPECT_EQ(launch.grid, (ja::kernels::Dim3{2 * 3, 4, 1}));
+  EXPECT_EQ(launch.block, (ja::kernels::Dim3{256, 1, 1}));
+  EXPECT_EQ(launch.args.size, 208u);
+  const auto args = launch.args.unpack<ja::kernels::AiterI8GemmArgs>();
+  EXPECT_EQ(args.C.value, c.out.data());
+  EXPECT_EQ(args.BIAS.value, c.workspace.data());
+  EXPECT_EQ(args.lda.value, 640u);
+  EXPECT_EQ(args.ldb.value, 640u);
+  EXPECT_EQ(args.ldc.value, 512u);
+  EXPECT_EQ(args.ks.value, 3u);
+  EXPECT_EQ(args.M.value, 100u);
+  for (std::byte pad : args.ks.pad) EXPECT_EQ(pad, std::byte{0});
+  // Run the steps by hand: the result is right only with both memsets.
+  for (const auto& step : plan.view()) {
+    if (step.kind == ja::kernels::Step::Kind::kMemset) {
+      ASSERT_TRUE(ja::runtime::Host::memset(0, nullptr, step.memset).ok());
+    } else {
+      const auto& k = ja::runtime::Host::resolve(0, *step.launch.kernel);
+      ASSERT_TRUE(k.status.ok());
+      ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, step.launch).ok());
+    }
+  }
+  EXPECT_TRUE(c.check(3));
+  // Without the out memset, the poisoned out stays NaN; without the bias memset, garbage is added.
+  c.out.poison();
+  const auto& k = ja::runtime::Host::resolve(0, *launch.kernel);
+  ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, launch).ok());
+  EXPECT_TRUE(std::isnan(c.out.at(0)));
+  // The 112x256 row is launched with the 256-byte struct, its three extra slots null.
+  p.kernel = "I8gemm_bf16_perTokenI8_BpreShuffle_112x256";
+  p.splitk = -1;
+  ja::kernels::Plan wide;
+  wide.workspace_base = c.workspace.data();
+  ops::GemmI8AsmTier::plan(p, gfx942, wide);
+  ASSERT_EQ(wide.count, 2u);
+  EXPECT_EQ(wide.steps[1].launch.args.size, 256u);
+  EXPECT_EQ(wide.steps[1].launch.grid, (ja::kernels::Dim3{1, 1, 1}));
+  const auto w = wide.steps[1].launch.args.unpack<ja::kernels::AiterI8GemmWideArgs>();
+  EXPECT_EQ(w.extra0.value, nullptr);
+  EXPECT_EQ(w.extra2.value, nullptr);
+}
+
+// A twin computes exactly its grid: one block row short leaves those outputs unwritten.
+TEST(GemmI8AsmTwins, AShortGridLeavesOutputsUnwritten) {
+  I8Call c(32, 128, 128, true, 9);
+  ja::kernels::AiterI8GemmArgs args{};
+  args.C = c.out.data();
+  args.A = c.a.data();
+  args.B = c.b.data();
+  args.SA = c.a_scale.data();
+  args.SB = c.b_scale.data();
+  args.BIAS = c.bias.data();
+  args.M = 32;
+  args.N = 128;
+  args.K = 128;
+  args.lda = 128;
+  args.ldb = 128;
+  args.ldc = 256;
+  args.ks = 1;
+  const auto& row = ja::kernels::kAiterI8GemmRows[1];  // 16x128
+  ASSERT_EQ(row.tile_m, 16);
+  ja::kernels::Plan plan;
+  const auto& launch = plan.launch(row.kernel, {1, 1, 1}, {256, 1, 1}, args);  // needs y = 2
+  const auto& kernel = ja::runtime::Host::resolve(0, row.kernel);
+  ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, kernel, launch).ok());
+  EXPECT_FALSE(std::isnan(c.out.at(15 * 128)));
+  EXPECT_TRUE(std::isnan(c.out.at(16 * 128)));
+}
+
+// ---- which tier, as jax-aiter-plan shows it -----------------------------------------------------
+
+TEST(GemmI8Tiers, PlanToolShowsTheChosenPlan) {
+  const std::string call =
+      R"({"operands": {"a": {"dtype": "i8", "shape": [1, 4096]}, "b": {"dtype": "i8", "shape": [4096, 4096]},
+          "a_scale": {"dtype": "f32", "shape": [1, 1]}, "b_scale": {"dtype": "f32", "shape": [1, 4096]},
+          "out": {"dtype": "bf16", "shape": [1, 4096]}}, "attributes": {"b_layout": "16x16"}})";
+  auto gfx942 = ja::ffi::plan_json<ops::GemmI8>(call, *ja::ffi::plan_target("gfx942", 304));
+  ASSERT_TRUE(gfx942.ok()) << gfx942.status().message();
+  EXPECT_NE(gfx942->find(R"("tier": "asm", "verdict": "taken")"), std::string::npos) << *gfx942;
+  EXPECT_NE(gfx942->find("I8gemm_bf16_perTokenI8_BpreShuffle_160x128"), std::string::npos)
+      << *gfx942;
+  EXPECT_NE(gfx942->find(R"("split": 8)"), std::string::npos) << *gfx942;
+  EXPECT_NE(gfx942->find(R"({"name": "KS", "offset": 192, "size": 4, "value": 8})"),
+            std::string::npos)
+      << *gfx942;
+  auto sm90 = ja::ffi::plan_json<ops::GemmI8>(call, *ja::ffi::plan_target("sm_90", 132));
+  ASSERT_TRUE(sm90.ok());
+  EXPECT_NE(sm90->find(R"("tier": "portable", "verdict": "taken")"), std::string::npos) << *sm90;
+  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_t16x128"), std::string::npos) << *sm90;
+}
+
+// ---- bad input --------------------------------------------------------------------------------
+
+TEST(GemmI8Errors, EveryOperandIsNamed) {
+  auto with = [](auto mutate) {
+    I8Call c(8, 128, 128, true, 1);
+    mutate(c);
+    return c.call();
+  };
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.a = Array(DType::kBF16, {8, 128});
+                    }),
+                    {"aiter.gemm_i8: operand a:", "expected i8[M,K]", "got bf16[8,128]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.b = Array(DType::kU8, {128, 128});
+                    }),
+                    {"operand b:", "expected i8[N,128]", "got u8[128,128]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.b = Array(DType::kI8, {128, 96});
+                    }),
+                    {"operand b:", "got i8[128,96]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) { c.a_scale = Array(DType::kF32, {8}); }),
+                    {"operand a_scale:", "expected f32[8,1]", "got f32[8]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.a_scale = Array(DType::kBF16, {8, 1});
+                    }),
+                    {"operand a_scale:", "got bf16[8,1]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.b_scale = Array(DType::kF32, {128, 1});
+                    }),
+                    {"operand b_scale:", "expected f32[1,128]", "got f32[128,1]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) { c.bias = Array(DType::kF32, {128}); }),
+                    {"operand bias:", "expected f32[1,128]", "got f32[128]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.bias = Array(DType::kBF16, {1, 128});
+                    }),
+                    {"operand bias:", "got bf16[1,128]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) {
+                      c.out = Array(DType::kF32, {8, 128});
+                    }),
+                    {"operand out:", "expected bf16[8,128]", "got f32[8,128]"}));
+  EXPECT_TRUE(Fails(with([](I8Call& c) { c.workspace = Array(DType::kU8, {100}); }),
+                    {"operand workspace:", "expected u8[>= 512]", "got u8[100]"}));
+  {
+    I8Call c(8, 120, 128, false, 1);
+    EXPECT_TRUE(Fails(c.call(), {"operand b:", "N=120 is not a multiple of 16"}));
+  }
+  {
+    I8Call c(8, 128, 100, false, 1);
+    EXPECT_TRUE(Fails(c.call(), {"operand a:", "K=100 is not a multiple of 32"}));
+  }
+  {
+    I8Call c(0, 128, 128, false, 1);
+    EXPECT_TRUE(Fails(c.call(), {"operand a:", "non-empty", "M=0"}));
+  }
+  {
+    I8Call c(1, 16, (int64_t{1} << 17) + 32, false, 1);
+    EXPECT_TRUE(Fails(c.call(), {"operand a:", "K <= 131072"}));
+  }
+}
+
+TEST(GemmI8Errors, LayoutFlagAttributesAndTiers) {
+  I8Call c(8, 128, 128, false, 1);
+  // A weight not flagged as shuffled in the family's layout is refused.
+  EXPECT_TRUE(
+      Fails(c.call(Options().with_layout("none")),
+            {"operand b:", "pre-shuffled in the (16, 16) layout", "got b_layout \"none\""}));
+  EXPECT_TRUE(Fails(c.call(Options().with_layout("32x16")), {"got b_layout \"32x16\""}));
+  fake::CallFrame no_layout = c.frame(Options());
+  no_layout.remove_attr("b_layout");
+  EXPECT_TRUE(
+      Fails(fake::call(test_gemm_i8_cpu, no_layout), {"attribute b_layout: missing (string)"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_tier("fastest")),
+                    {"attribute tier: expected one of auto, asm, portable; got 'fastest'"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_tier("asm")), {"no tier runs this call", "asm_arch"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_split(17)), {"attribute splitk"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx942")),
+                    {"asm: the forced kernel is not an i8gemm row for this arch"}));
+  I8Call odd_k(8, 128, 96, false, 1);
+  EXPECT_TRUE(Fails(odd_k.call(Options().with_tier("asm").for_arch("gfx950")),
+                    {"K = 96 is not a multiple of 128"}));
+  fake::CallFrame frame = c.frame(Options());
+  frame.attr("split_k", int64_t{2});
+  EXPECT_TRUE(Fails(fake::call(test_gemm_i8_cpu, frame),
+                    {"unknown attribute 'split_k'", "b_layout, kernel, splitk, tier"}));
+}
+
+}  // namespace
