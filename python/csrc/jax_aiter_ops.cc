@@ -39,3 +39,14 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_bwd, ops::FlashAttnBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_attn_dropout_mask, ops::AttnDropoutMask, Backend);
 JAX_AITER_DEFINE_REGISTER_ALL(jax_aiter_register_all)
 JAX_AITER_DEFINE_EXPORTS()
+
+#if !defined(JAX_AITER_BACKEND_CPU)
+// What the backend's per-device caches hold for device `device` (kernels resolved, code objects
+// loaded): the multi-device tests check each device loads its own, once.
+extern "C" JAX_AITER_EXPORT int64_t jax_aiter_resolved_kernels(int device) {
+  return static_cast<int64_t>(Backend::resolved_kernels(device));
+}
+extern "C" JAX_AITER_EXPORT int64_t jax_aiter_loaded_modules(int device) {
+  return static_cast<int64_t>(Backend::loaded_modules(device));
+}
+#endif

@@ -294,3 +294,16 @@ def set_aiter_root(root: str) -> None:
     register()
     for lib in _libraries.values():
         _set_root(lib, root)
+
+
+def device_cache_counts(platform: str, device: int) -> tuple[int, int] | None:
+    """(kernels resolved, code objects loaded) in the backend's caches for one device of a GPU
+    platform, or None where the library keeps no per-device caches (the CPU's)."""
+    register()
+    lib = _libraries.get(platform)
+    if lib is None or not hasattr(lib, "jax_aiter_resolved_kernels"):
+        return None
+    kernels, modules = lib.jax_aiter_resolved_kernels, lib.jax_aiter_loaded_modules
+    kernels.restype = modules.restype = ctypes.c_int64
+    kernels.argtypes = modules.argtypes = [ctypes.c_int]
+    return int(kernels(device)), int(modules(device))

@@ -84,6 +84,9 @@ struct Hip {
   static const Kernel& resolve(int device, const kernels::KernelInfo& info) {
     return kernels_.get_or_load(device, &info, [&]() { return load_kernel(device, info); });
   }
+  // What the per-device caches hold for one device (kernels resolved, code objects loaded).
+  static size_t resolved_kernels(int device) { return kernels_.size(device); }
+  static size_t loaded_modules(int device) { return modules_.size(device); }
 
   static Status launch(int /*device*/, Stream stream, const Kernel& k, const kernels::Launch& l) {
     // A cluster launch is refused here: HIP measures no clusters.
