@@ -560,8 +560,8 @@ TEST(AiterFmhaTwins, Gfx942BatchPlans) {
   const std::vector<Case> cases = {
       with(mk("942 hd128 gqa causal sq>sk", k942, kBF, 2, 300, 200, 4, 2, 128, 128, true),
            [](Case& c) { c.cvt = 1; }),
-      with(mk("942 hd128 mha sq<sk rtne", k942, kBF, 1, 200, 333, 2, 2, 128, 128, false),
-           [](Case& c) { c.cvt = 0; }),
+      with(mk("942-mi300x hd128 mha sq<sk rtne", k942, kBF, 1, 200, 333, 2, 2, 128, 128, false),
+           [](Case& c) { c.cvt = 0, c.chip = kMi300x; }),
       with(mk("942-mi308 hd128 causal rtz", k942, kBF, 1, 257, 257, 2, 1, 128, 128, true),
            [](Case& c) { c.cvt = 2, c.chip = kMi308x; }),
       with(mk("942 hd192x128 mqa causal", k942, kBF, 1, 257, 300, 4, 1, 192, 128, true),

@@ -23,7 +23,7 @@ smoke() {  # smoke <venv> <what>
   "$venv/bin/jax-aiter-plan" gemm --m 1 --n 4096 --k 4096 --arch gfx942 > "$work/plan.json"
   grep -q '"verdict": "taken"' "$work/plan.json"
   "$venv/bin/jax-aiter-check-aiter" "$work" > "$work/check.txt"
-  grep -q "0 ok, 19 missing, 0 mismatch" "$work/check.txt" || { cat "$work/check.txt"; exit 1; }
+  grep -Eq "^0 ok, [1-9][0-9]* missing, 0 mismatch" "$work/check.txt" || { cat "$work/check.txt"; exit 1; }
   echo "$what: jax-aiter-plan and jax-aiter-check-aiter run"
 }
 
