@@ -67,6 +67,7 @@
 #include "jax_aiter/kernels/aiter/fmha_v3.hpp"
 #include "jax_aiter/kernels/attention.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_rules.hpp"
 #include "jax_aiter/ops/attention_params.hpp"
 
 namespace jax_aiter::ops {
@@ -78,13 +79,8 @@ inline constexpr int64_t kGridYzMax = 65536;  // HIP refuses larger grid y / z
 inline constexpr uint32_t kBwdBlock = 256;
 inline constexpr float kLog2e = 1.44269504088896340736f;
 
-constexpr bool aiter_arch(Arch a) { return a == Arch::kGfx942 || a == Arch::kGfx950; }
-
-constexpr Verdict not_aiter_arch() {
-  return Verdict::no(
-      "AITER's ASM kernels are gfx942/gfx950 code (plan them for one with asm_arch to run their "
-      "ABI twins on this device)");
-}
+using aiter_rules::aiter_arch;
+using aiter_rules::not_aiter_arch;
 
 constexpr int64_t round_up(int64_t x, int64_t m) { return ceil_div(x, m) * m; }
 

@@ -29,6 +29,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/aiter/bf16gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_rules.hpp"
 #include "jax_aiter/ops/gemm_params.hpp"
 
 namespace jax_aiter::ops {
@@ -87,22 +88,15 @@ struct Score {
     if (rounds != o.rounds) return rounds < o.rounds;
     if (idle != o.idle) return idle < o.idle;
     if (oob != o.oob) return oob < o.oob;
-    // tm*tn/(tm+tn) > o.tm*o.tn/(o.tm+o.tn), in integers
-    return int64_t{tm} * tn * (o.tm + o.tn) > int64_t{o.tm} * o.tn * (tm + tn);
+    return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
   }
 };
 
 constexpr Score score(const kernels::AiterBf16GemmRow& r, const AiterBf16GemmQuery& q,
                       int64_t split) {
-  const int64_t launched = tiles(r, q.m, q.n) * split;
-  const int64_t rounds = ceil_div(launched, q.compute_units);
+  const auto [rounds, idle] = aiter_rules::cu_rounds(tiles(r, q.m, q.n) * split, q.compute_units);
   const int64_t rem = q.m % r.tile_m;
-  return {rounds, rounds * q.compute_units - launched, rem == 0 ? 0 : r.tile_m - rem, r.tile_m,
-          r.tile_n};
-}
-
-constexpr bool names(const kernels::AiterBf16GemmRow& r, std::string_view kernel) {
-  return r.kernel.symbol == kernel || r.short_name() == kernel;
+  return {rounds, idle, rem == 0 ? 0 : r.tile_m - rem, r.tile_m, r.tile_n};
 }
 
 }  // namespace gemm_asm_detail
@@ -110,16 +104,12 @@ constexpr bool names(const kernels::AiterBf16GemmRow& r, std::string_view kernel
 // AITER's BF16 GEMM row and split for a call, or why none runs it.
 constexpr Verdict select_aiter_bf16gemm(const AiterBf16GemmQuery& q, AiterBf16GemmChoice* out) {
   using namespace gemm_asm_detail;
-  if (q.arch != Arch::kGfx942 && q.arch != Arch::kGfx950) {
-    return Verdict::no(
-        "AITER's ASM kernels are gfx942/gfx950 code (plan them for one with asm_arch to run "
-        "their ABI twins on this device)");
-  }
+  if (!aiter_rules::aiter_arch(q.arch)) return aiter_rules::not_aiter_arch();
   if (q.k % A::kSubK != 0) return Verdict::no("K = {} is not a multiple of 64", q.k);
   if (q.compute_units < 1) return Verdict::no("no compute units");
   if (!q.kernel.empty()) {
     for (const auto& r : kernels::kAiterBf16GemmRows) {
-      if (!r.on(q.arch) || !names(r, q.kernel)) continue;
+      if (!r.on(q.arch) || !aiter_rules::names(r, q.kernel)) continue;
       if (q.n % r.tile_n != 0) {
         return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
                            r.tile_n);

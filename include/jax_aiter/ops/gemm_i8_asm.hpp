@@ -38,6 +38,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/aiter/i8gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_rules.hpp"
 #include "jax_aiter/ops/gemm_i8_params.hpp"
 
 namespace jax_aiter::ops {
@@ -76,19 +77,13 @@ struct Score {
   constexpr bool better_than(const Score& o) const {
     if (rounds != o.rounds) return rounds < o.rounds;
     if (idle != o.idle) return idle < o.idle;
-    // tm*tn/(tm+tn) > o.tm*o.tn/(o.tm+o.tn), in integers
-    return int64_t{tm} * tn * (o.tm + o.tn) > int64_t{o.tm} * o.tn * (tm + tn);
+    return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
   }
 };
 
 constexpr Score score(const kernels::AiterI8GemmRow& r, const AiterI8GemmQuery& q, int64_t split) {
-  const int64_t launched = tiles(r, q.m, q.n) * split;
-  const int64_t rounds = ceil_div(launched, q.compute_units);
-  return {rounds, rounds * q.compute_units - launched, r.tile_m, r.tile_n};
-}
-
-constexpr bool names(const kernels::AiterI8GemmRow& r, std::string_view kernel) {
-  return r.kernel.symbol == kernel || r.short_name() == kernel;
+  const auto [rounds, idle] = aiter_rules::cu_rounds(tiles(r, q.m, q.n) * split, q.compute_units);
+  return {rounds, idle, r.tile_m, r.tile_n};
 }
 
 }  // namespace gemm_i8_asm_detail
@@ -96,11 +91,7 @@ constexpr bool names(const kernels::AiterI8GemmRow& r, std::string_view kernel) 
 // AITER's INT8 GEMM row and split for a call, or why none runs it.
 constexpr Verdict select_aiter_i8gemm(const AiterI8GemmQuery& q, AiterI8GemmChoice* out) {
   using namespace gemm_i8_asm_detail;
-  if (q.arch != Arch::kGfx942 && q.arch != Arch::kGfx950) {
-    return Verdict::no(
-        "AITER's ASM kernels are gfx942/gfx950 code (plan them for one with asm_arch to run "
-        "their ABI twins on this device)");
-  }
+  if (!aiter_rules::aiter_arch(q.arch)) return aiter_rules::not_aiter_arch();
   if (q.k % A::kSplitKAlign != 0) return Verdict::no("K = {} is not a multiple of 128", q.k);
   if (q.compute_units < 1) return Verdict::no("no compute units");
   const int64_t forced_split = q.splitk == 0 ? 1 : q.splitk;  // AITER: splitK ?: 1
@@ -111,7 +102,7 @@ constexpr Verdict select_aiter_i8gemm(const AiterI8GemmQuery& q, AiterI8GemmChoi
   }
   if (!q.kernel.empty()) {
     for (const auto& r : kernels::kAiterI8GemmRows) {
-      if (!r.on(q.arch) || !names(r, q.kernel)) continue;
+      if (!r.on(q.arch) || !aiter_rules::names(r, q.kernel)) continue;
       if (q.n % r.tile_n != 0) {
         return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
                            r.tile_n);
