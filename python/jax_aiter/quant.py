@@ -44,8 +44,8 @@ import numpy as np
 from jax_aiter import _call
 from jax_aiter._call import Dispatch, Static
 
-__all__ = ["I8_LAYOUT", "ShuffledWeight", "gemm_i8", "quantize_per_channel",
-           "quantize_per_token", "shuffle_weight", "unshuffle_weight"]
+__all__ = ["I8_LAYOUT", "ShuffledWeight", "fp8_dtype", "gemm_i8", "quantize_per_channel",
+           "quantize_per_token", "register_layout", "shuffle_weight", "unshuffle_weight"]
 
 # The layout AITER's INT8 GEMM kernels read (include/jax_aiter/kernels/shared/aiter_i8gemm.h).
 I8_LAYOUT = (16, 16)
@@ -89,9 +89,29 @@ def _blocks(shape, dtype, layout):
     return n_in, bk, per16
 
 
+# Named layouts other than the (IN, IK) blocks: name -> (shuffle, unshuffle), each a JAX
+# function of the array alone. The families that need one register it beside their op.
+_NAMED_LAYOUTS: dict = {}
+
+
+def register_layout(name: str, shuffle, unshuffle) -> None:
+    """Makes ``shuffle_weight(w, name)`` / ``unshuffle_weight`` know a named layout."""
+    _NAMED_LAYOUTS[name] = (shuffle, unshuffle)
+
+
+def _named(layout):
+    if layout not in _NAMED_LAYOUTS:
+        raise ValueError(f"shuffle_weight: unknown layout {layout!r}: expected (IN, IK) or one "
+                         f"of {sorted(_NAMED_LAYOUTS)}")
+    return _NAMED_LAYOUTS[layout]
+
+
 def shuffle_weight(w, layout=I8_LAYOUT) -> ShuffledWeight:
     """AITER's ``shuffle_weight(w, layout)`` as a JAX function (any backend): the permutation
-    the pre-shuffled GEMM kernels read (module docstring). ``w``: ``[..., N, K]``."""
+    the pre-shuffled GEMM kernels read (module docstring). ``w``: ``[..., N, K]``. ``layout``
+    is (IN, IK) for the blocked layouts, or the name of another registered layout."""
+    if isinstance(layout, str):
+        return ShuffledWeight(_named(layout)[0](jnp.asarray(w)), layout)
     w = jnp.asarray(w)
     n_in, bk, per16 = _blocks(w.shape, w.dtype, layout)
     *lead, n, k = w.shape
@@ -105,6 +125,8 @@ def unshuffle_weight(w: ShuffledWeight) -> jax.Array:
     """The inverse of ``shuffle_weight``: the plain ``[..., N, K]`` weight."""
     if not isinstance(w, ShuffledWeight):
         raise TypeError(f"unshuffle_weight: expected a ShuffledWeight, got {type(w).__name__}")
+    if isinstance(w.layout, str):
+        return _named(w.layout)[1](w.data)
     d = w.data
     n_in, bk, per16 = _blocks(d.shape, d.dtype, w.layout)
     *lead, n, k = d.shape
@@ -112,6 +134,16 @@ def unshuffle_weight(w: ShuffledWeight) -> jax.Array:
     r = len(lead)
     x = jnp.transpose(x, (*range(r), r, r + 3, r + 1, r + 2, r + 4))
     return x.reshape(d.shape)
+
+
+def fp8_dtype(arch: str | None = None):
+    """The fp8 format the kernels read (ops/fp8_format.hpp): ``float8_e4m3fnuz`` on gfx942
+    (MI300), ``float8_e4m3fn`` on gfx950 (MI350), NVIDIA and the CPU. ``arch``: "gfx942",
+    "gfx950", or None for the default device's."""
+    if arch is None:
+        dev = jax.devices()[0]
+        arch = str(getattr(dev, "compute_capability", "")) if dev.platform == "rocm" else ""
+    return jnp.float8_e4m3fnuz if arch.split(":")[0] == "gfx942" else jnp.float8_e4m3fn
 
 
 def _quantize_rows(x, axis):
