@@ -81,6 +81,14 @@ std::vector<unsigned char> shuffle(const std::vector<unsigned char>& w, int64_t 
   return out;
 }
 
+// Only the shape matters for the workspace size.
+ja::ops::GemmI8Params params_for_size(int64_t m, int64_t n, int64_t k) {
+  ja::ops::GemmI8Params p{};
+  p.a = ja::ops::Tensor::over(nullptr, DType::kI8, {m, k});
+  p.b = ja::ops::Tensor::over(nullptr, DType::kI8, {n, k});
+  return p;
+}
+
 // One call's buffers: int8 inputs over the whole range, positive scales, out poisoned, the
 // workspace of the size the op asks for, filled with garbage.
 struct I8Call {
@@ -100,7 +108,7 @@ struct I8Call {
         b_scale(DType::kF32, {1, n_}),
         bias(DType::kF32, {1, n_}),
         out(DType::kBF16, {m_, n_}),
-        workspace(DType::kU8, {n_ * 4}) {
+        workspace(DType::kU8, {ja::ops::GemmI8::workspace_bytes(params_for_size(m_, n_, k_))}) {
     fake::Rng rng(seed);
     for (auto* arr : {&a, &b_plain}) {
       for (auto& byte : arr->bytes) {
@@ -206,6 +214,26 @@ TEST(GemmI8Portable, ValuesForOddAndLargeShapes) {
       ASSERT_TRUE(r.ok()) << r.message;
       EXPECT_TRUE(c.check()) << s.m << "x" << s.n << "x" << s.k << " bias " << bias;
     }
+  }
+}
+
+// The K split (forced: the host has one compute unit): exact int32 sums in the accumulator, the
+// scales applied once by the finish kernel, so the output is the unsplit one, bit for bit.
+TEST(GemmI8Portable, SplitKIsBitIdentical) {
+  const Shape shapes[] = {{1, 16, 4096}, {5, 144, 1024}, {16, 256, 4128}, {130, 272, 640}};
+  uint64_t seed = 50;
+  for (const Shape& s : shapes) {
+    I8Call whole(s.m, s.n, s.k, true, seed);
+    ASSERT_TRUE(whole.call(Options().with_tier("portable")).ok());
+    for (int64_t split : {2, 3, 7}) {
+      I8Call c(s.m, s.n, s.k, true, seed);
+      const fake::CallResult r = c.call(Options().with_tier("portable").with_split(split));
+      ASSERT_TRUE(r.ok()) << r.message;
+      EXPECT_EQ(c.out.bytes, whole.out.bytes)
+          << s.m << "x" << s.n << "x" << s.k << " split " << split;
+      EXPECT_TRUE(c.check());
+    }
+    ++seed;
   }
 }
 
@@ -409,7 +437,13 @@ TEST(GemmI8Tiers, PlanToolShowsTheChosenPlan) {
   auto sm90 = ja::ffi::plan_json<ops::GemmI8>(call, *ja::ffi::plan_target("sm_90", 132));
   ASSERT_TRUE(sm90.ok());
   EXPECT_NE(sm90->find(R"("tier": "portable", "verdict": "taken")"), std::string::npos) << *sm90;
-  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_t16x128"), std::string::npos) << *sm90;
+  // Decode on 132 SMs: 32 blocks, so K is split 8 ways (512 each) into the int32 accumulator.
+  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_split_t16x128"), std::string::npos) << *sm90;
+  EXPECT_NE(sm90->find(R"("grid": [32, 1, 8])"), std::string::npos) << *sm90;
+  EXPECT_NE(sm90->find(R"({"memset": {"what": "acc", "dst": "workspace.acc", "bytes": 16384)"),
+            std::string::npos)
+      << *sm90;
+  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_finish"), std::string::npos) << *sm90;
 }
 
 // ---- bad input --------------------------------------------------------------------------------
@@ -453,7 +487,7 @@ TEST(GemmI8Errors, EveryOperandIsNamed) {
                     }),
                     {"operand out:", "expected bf16[8,128]", "got f32[8,128]"}));
   EXPECT_TRUE(Fails(with([](I8Call& c) { c.workspace = Array(DType::kU8, {100}); }),
-                    {"operand workspace:", "expected u8[>= 512]", "got u8[100]"}));
+                    {"operand workspace:", "expected u8[>= 4096]", "got u8[100]"}));
   {
     I8Call c(8, 120, 128, false, 1);
     EXPECT_TRUE(Fails(c.call(), {"operand b:", "N=120 is not a multiple of 16"}));

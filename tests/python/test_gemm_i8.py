@@ -151,6 +151,21 @@ def test_values(m, n, k, bias, dispatch):
         assert_i8_close(f"{m}x{n}x{k}", out, a, w, sa, sb, c)
 
 
+# The portable tier's K split (int32 accumulator + finish kernel), forced: exact sums, so the
+# tolerance is the unsplit one whatever the split; splits that leave a short or empty last chunk.
+@pytest.mark.parametrize("m,n,k,splitk", [(1, 16, 32, 2), (5, 144, 1024, 3), (16, 256, 4128, 5),
+                                          (33, 128, 640, 16), (130, 272, 4096, 7)])
+def test_portable_split(m, n, k, splitk):
+    rng = np.random.default_rng(m * 7 + n + k + splitk)
+    a, w, sa, sb, c = _inputs(rng, m, n, k, m % 2 == 1)
+    assert _split_of(m, n, k, c is not None, PORTABLE, splitk=splitk) == min(splitk, -(-k // 64))
+    out = _run(a, w, sa, sb, c, PORTABLE, splitk=splitk)
+    assert_i8_close(f"split {splitk} {m}x{n}x{k}", out, a, w, sa, sb, c)
+    unsplit = _run(a, w, sa, sb, c, PORTABLE)
+    np.testing.assert_array_equal(np.asarray(out.astype(jnp.float32)),
+                                  np.asarray(unsplit.astype(jnp.float32)))
+
+
 # The heuristic's own choice, planned for each arch, run through the twins.
 ASM_CASES = [(1, 4096, 1024, True), (100, 768, 512, False), (640, 1024, 256, True),
              (2048, 256, 128, False)]

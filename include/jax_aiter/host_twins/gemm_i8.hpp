@@ -69,6 +69,49 @@ void gemm_i8(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Dim
   }
 }
 
+// Our split kernel with block tile BM x BN: block (x, y, z) adds the sums of its tile over K
+// [z k_chunk, min(K, (z + 1) k_chunk)) into the int32 accumulator (wrapping, as the GPUs' atomics).
+template <int BM, int BN>
+void gemm_i8_split(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Dim3 /*block*/) {
+  using namespace gemm_i8_detail;
+  const auto a = packed.unpack<kernels::GemmI8SplitArgs>();
+  const auto* A = static_cast<const int8_t*>(a.a);
+  const auto* B = static_cast<const int8_t*>(a.b);
+  auto* acc = static_cast<uint32_t*>(a.acc);
+  for (uint32_t z = 0; z < grid.z; ++z) {
+    const int64_t k0 = int64_t{z} * a.k_chunk;
+    if (k0 >= a.K) continue;
+    const int64_t k1 = std::min<int64_t>(a.K, k0 + a.k_chunk);
+    for (uint32_t y = 0; y < grid.y; ++y) {
+      for (uint32_t x = 0; x < grid.x; ++x) {
+        for (int64_t r = int64_t{y} * BM; r < std::min<int64_t>(a.M, (y + 1) * int64_t{BM}); ++r) {
+          for (int64_t c = int64_t{x} * BN; c < std::min<int64_t>(a.N, (x + 1) * int64_t{BN});
+               ++c) {
+            acc[r * a.N + c] += static_cast<uint32_t>(dot(A + r * a.lda, B, c, k0, k1, a.K));
+          }
+        }
+      }
+    }
+  }
+}
+
+// jax_aiter_gemm_i8_finish: one element a thread, block kGemmI8FinishThreads.
+inline void gemm_i8_finish(const kernels::KernelArgs& packed, kernels::Dim3 grid,
+                           kernels::Dim3 block) {
+  using namespace gemm_i8_detail;
+  const auto a = packed.unpack<kernels::GemmI8FinishArgs>();
+  const auto* acc = static_cast<const int32_t*>(a.acc);
+  const auto* sa = static_cast<const float*>(a.a_scale);
+  const auto* sb = static_cast<const float*>(a.b_scale);
+  const auto* bias = static_cast<const float*>(a.bias);
+  auto* out = static_cast<uint16_t*>(a.out);
+  const int64_t covered = int64_t{grid.x} * block.x, total = int64_t{a.M} * a.N;
+  for (int64_t i = 0; i < std::min(covered, total); ++i) {
+    const int64_t r = i / a.N, c = i % a.N;
+    out[i] = float_to_bf16(epilogue(acc[i], sa[r], sb[c], bias != nullptr ? bias[c] : 0.f));
+  }
+}
+
 // The ABI twin of one AITER INT8 row (the contract, as kernels_co/aiter_i8gemm.twin.cpp states
 // it): grid ((N / tile_n) * ks, ceil(M / tile_m)); block x = z * (N / tile_n) + column block;
 // split z covers K [z chunk, min(K, (z + 1) chunk)), chunk = roundup(ceil(K / ks), 128). With
@@ -116,6 +159,11 @@ bool register_portable(std::index_sequence<I...>) {
   (runtime::HostTwins::add(kernels::kGemmI8Tiles[I].kernel.symbol,
                            &gemm_i8<kernels::kGemmI8Tiles[I].bm, kernels::kGemmI8Tiles[I].bn>),
    ...);
+  (runtime::HostTwins::add(
+       kernels::kGemmI8Tiles[I].split_kernel.symbol,
+       &gemm_i8_split<kernels::kGemmI8Tiles[I].bm, kernels::kGemmI8Tiles[I].bn>),
+   ...);
+  runtime::HostTwins::add(kernels::kGemmI8Finish.symbol, &gemm_i8_finish);
   return true;
 }
 

@@ -35,12 +35,54 @@ inline constexpr std::array kGemmI8Fields{
     JAX_AITER_ARG_FIELD(GemmI8Args, K),       JAX_AITER_ARG_FIELD(GemmI8Args, lda),
 };
 
+// The split kernels: block (x, y, z) adds the int32 sums of its tile over K [z k_chunk,
+// min(K, (z + 1) k_chunk)) into acc (int32 [M, N], zeroed by the plan).
+struct GemmI8SplitArgs {
+  const void* a;  // as GemmI8Args
+  const void* b;
+  void* acc;  // int32 [M, N] row-major
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t k_chunk;  // a multiple of the tile's BK
+};
+static_assert(offsetof(GemmI8SplitArgs, M) == 24 && sizeof(GemmI8SplitArgs) == 48);
+
+inline constexpr std::array kGemmI8SplitFields{
+    JAX_AITER_ARG_FIELD(GemmI8SplitArgs, a),   JAX_AITER_ARG_FIELD(GemmI8SplitArgs, b),
+    JAX_AITER_ARG_FIELD(GemmI8SplitArgs, acc), JAX_AITER_ARG_FIELD(GemmI8SplitArgs, M),
+    JAX_AITER_ARG_FIELD(GemmI8SplitArgs, N),   JAX_AITER_ARG_FIELD(GemmI8SplitArgs, K),
+    JAX_AITER_ARG_FIELD(GemmI8SplitArgs, lda), JAX_AITER_ARG_FIELD(GemmI8SplitArgs, k_chunk),
+};
+
+// out[m, n] = bf16(float(acc[m, n]) * a_scale[m] * b_scale[n] (+ bias[n])), one thread an element.
+struct GemmI8FinishArgs {
+  const void* acc;  // int32 [M, N]
+  const void* a_scale;
+  const void* b_scale;
+  const void* bias;  // or null
+  void* out;
+  int32_t M, N;
+};
+static_assert(offsetof(GemmI8FinishArgs, M) == 40 && sizeof(GemmI8FinishArgs) == 48);
+
+inline constexpr std::array kGemmI8FinishFields{
+    JAX_AITER_ARG_FIELD(GemmI8FinishArgs, acc),     JAX_AITER_ARG_FIELD(GemmI8FinishArgs, a_scale),
+    JAX_AITER_ARG_FIELD(GemmI8FinishArgs, b_scale), JAX_AITER_ARG_FIELD(GemmI8FinishArgs, bias),
+    JAX_AITER_ARG_FIELD(GemmI8FinishArgs, out),     JAX_AITER_ARG_FIELD(GemmI8FinishArgs, M),
+    JAX_AITER_ARG_FIELD(GemmI8FinishArgs, N),
+};
+
 inline constexpr std::string_view kGemmI8CodeObject = "gemm_i8";
+
+inline constexpr KernelInfo kGemmI8Finish{kGemmI8CodeObject, "jax_aiter_gemm_i8_finish",
+                                          sizeof(GemmI8FinishArgs), kGemmI8FinishFields};
+inline constexpr uint32_t kGemmI8FinishThreads = JAX_AITER_GEMM_I8_FINISH_THREADS;
 
 struct GemmI8Tile {
   std::string_view name;
   int bm, bn, bk, threads;
   KernelInfo kernel;
+  KernelInfo split_kernel;
 };
 
 namespace gemm_i8_detail {
@@ -48,7 +90,9 @@ namespace gemm_i8_detail {
 #define JA_GEMM_I8_TILE(name, BM, BN, BK, THREADS)                                        \
   GemmI8Tile{#name, BM, BN, BK, THREADS,                                                  \
              KernelInfo{kGemmI8CodeObject, "jax_aiter_gemm_i8_" #name, sizeof(GemmI8Args), \
-                        kGemmI8Fields}},
+                        kGemmI8Fields},                                                   \
+             KernelInfo{kGemmI8CodeObject, "jax_aiter_gemm_i8_split_" #name,              \
+                        sizeof(GemmI8SplitArgs), kGemmI8SplitFields}},
 inline constexpr GemmI8Tile kTiles[] = {JAX_AITER_GEMM_I8_TILES(JA_GEMM_I8_TILE)};
 #undef JA_GEMM_I8_TILE
 // clang-format on

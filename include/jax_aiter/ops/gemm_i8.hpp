@@ -4,6 +4,7 @@
 // Pure C++.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <tuple>
 
@@ -20,9 +21,11 @@ struct GemmI8 {
 
   static Status validate(const Params& p) { return gemm_i8_detail::check(p); }
 
-  // Sized before any device is known: the ASM tier's zeroed stand-in bias (f32 [N]); the
-  // portable tier needs none.
-  static int64_t workspace_bytes(const Params& p) { return p.n() * 4; }
+  // Sized before any device is known: the ASM tier's zeroed stand-in bias (f32 [N]) or the
+  // portable tier's int32 split accumulator, whichever is larger.
+  static int64_t workspace_bytes(const Params& p) {
+    return std::max(p.n() * 4, GemmI8PortableTier::workspace_bytes(p));
+  }
 };
 
 }  // namespace jax_aiter::ops

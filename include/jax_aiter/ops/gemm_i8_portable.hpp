@@ -2,10 +2,15 @@
 // every call the ASM tier does not take (K % 128 != 0, N not a multiple of 128, sm_90, ...).
 //
 // The rule: the tile with the largest BM not above M (tiles are listed largest first; M below
-// every BM takes the smallest). One launch, no K split: the int32 sums are exact, so a tile's
-// result does not depend on how K is cut, and the scales and bias are applied once.
+// every BM takes the smallest). If that grid has fewer than two blocks per compute unit (decode:
+// a few rows, the weights streamed by a handful of blocks), K is split so that it does: each
+// split at least 4 K-steps long, at most kGemmI8MaxSplit, and only while the int32 [M, N]
+// accumulator fits kGemmI8AccCap. A `splitk` attribute > 0 asks for that split instead. The
+// splits add exact int32 sums into the accumulator (integer addition: the same bits in any
+// order) and jax_aiter_gemm_i8_finish applies the scales and bias once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -17,42 +22,94 @@
 
 namespace jax_aiter::ops {
 
-// The index into kernels::kGemmI8Tiles of the tile for M rows.
-constexpr size_t choose_portable_gemm_i8(int64_t m) {
-  const auto tiles = kernels::kGemmI8Tiles;
-  for (size_t i = 0; i < tiles.size(); ++i) {
-    if (tiles[i].bm <= m) return i;
-  }
-  return tiles.size() - 1;
+// The int32 accumulator of a split call: a decode-sized buffer (M x N x 4 bytes).
+inline constexpr int64_t kGemmI8AccCap = int64_t{32} << 20;
+
+constexpr bool gemm_i8_acc_fits(int64_t m, int64_t n) {
+  return m > 0 && n > 0 && m * n * 4 <= kGemmI8AccCap;
 }
-static_assert(kernels::kGemmI8Tiles[choose_portable_gemm_i8(1)].bm == 16);
-static_assert(kernels::kGemmI8Tiles[choose_portable_gemm_i8(100)].bm == 64);
+
+struct GemmI8PortableChoice {
+  size_t tile = 0;  // index into kernels::kGemmI8Tiles
+  int64_t splits = 1;
+  int64_t k_chunk = 0;
+};
+
+// requested: the splitk attribute (-1 or 0: the rule's own).
+constexpr GemmI8PortableChoice choose_portable_gemm_i8(int64_t m, int64_t n, int64_t k,
+                                                       int compute_units, int64_t requested = -1) {
+  const auto tiles = kernels::kGemmI8Tiles;
+  GemmI8PortableChoice c;
+  c.tile = tiles.size() - 1;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    if (tiles[i].bm <= m) {
+      c.tile = i;
+      break;
+    }
+  }
+  const kernels::GemmI8Tile& t = tiles[c.tile];
+  const int64_t blocks = ceil_div(m, t.bm) * ceil_div(n, t.bn);
+  const int64_t wanted = 2 * int64_t{compute_units};
+  int64_t splits = 1;
+  if (gemm_i8_acc_fits(m, n)) {
+    if (requested > 0) {
+      splits = std::min(requested, ceil_div(k, int64_t{t.bk}));
+    } else if (blocks < wanted) {
+      splits = std::min(
+          {ceil_div(wanted, blocks), std::max<int64_t>(k / (4 * t.bk), 1), kGemmI8MaxSplit});
+    }
+  }
+  c.k_chunk = splits > 1 ? ceil_div(ceil_div(k, splits), t.bk) * t.bk : k;
+  c.splits = k > 0 ? ceil_div(k, c.k_chunk) : 1;  // no empty split
+  return c;
+}
+static_assert(kernels::kGemmI8Tiles[choose_portable_gemm_i8(1, 4096, 4096, 132).tile].bm == 16);
+static_assert(kernels::kGemmI8Tiles[choose_portable_gemm_i8(100, 4096, 4096, 132).tile].bm == 64);
+static_assert(choose_portable_gemm_i8(1, 8192, 28672, 132).splits == 5);
+static_assert(choose_portable_gemm_i8(4096, 4096, 4096, 132).splits == 1);
+static_assert(choose_portable_gemm_i8(1, 4096, 4096, 1).splits == 1);
 
 struct GemmI8PortableTier {
   static constexpr std::string_view kName = "portable";
 
   static Verdict supports(const GemmI8Params&, const Target&) { return Verdict::yes(); }
 
-  static void plan(const GemmI8Params& p, const Target&, kernels::Plan& plan) {
+  static int64_t workspace_bytes(const GemmI8Params& p) {
+    return gemm_i8_acc_fits(p.m(), p.n()) ? p.m() * p.n() * 4 : 0;
+  }
+
+  static void plan(const GemmI8Params& p, const Target& t, kernels::Plan& plan) {
     const int64_t m = p.m(), n = p.n(), k = p.k();
-    const kernels::GemmI8Tile& tile = kernels::kGemmI8Tiles[choose_portable_gemm_i8(m)];
-    const kernels::GemmI8Args args{p.a.data,
-                                   p.b.data,
-                                   p.a_scale.data,
-                                   p.b_scale.data,
-                                   p.bias ? p.bias->data : nullptr,
-                                   p.out.data,
-                                   static_cast<int32_t>(m),
-                                   static_cast<int32_t>(n),
-                                   static_cast<int32_t>(k),
-                                   static_cast<int32_t>(k)};
-    plan.launch(tile.kernel,
-                {static_cast<uint32_t>(ceil_div(n, tile.bn)),
-                 static_cast<uint32_t>(ceil_div(m, tile.bm)), 1},
-                {static_cast<uint32_t>(tile.threads), 1, 1}, args);
+    const GemmI8PortableChoice c = choose_portable_gemm_i8(m, n, k, t.compute_units, p.splitk);
+    const kernels::GemmI8Tile& tile = kernels::kGemmI8Tiles[c.tile];
+    const kernels::Dim3 grid{static_cast<uint32_t>(ceil_div(n, tile.bn)),
+                             static_cast<uint32_t>(ceil_div(m, tile.bm)),
+                             static_cast<uint32_t>(c.splits)};
+    const kernels::Dim3 block{static_cast<uint32_t>(tile.threads), 1, 1};
+    const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n),
+               k32 = static_cast<int32_t>(k);
+    const void* bias = p.bias ? p.bias->data : nullptr;
+    if (c.splits == 1) {
+      const kernels::GemmI8Args args{
+          p.a.data, p.b.data, p.a_scale.data, p.b_scale.data, bias, p.out.data, m32, n32, k32, k32};
+      plan.launch(tile.kernel, grid, block, args);
+    } else {
+      const uint64_t acc_bytes = static_cast<uint64_t>(m * n * 4);
+      void* acc = plan.piece(plan.workspace.add("acc", static_cast<int64_t>(acc_bytes)));
+      plan.memset(acc, acc_bytes, 0, "acc");
+      const kernels::GemmI8SplitArgs split{
+          p.a.data, p.b.data, acc, m32, n32, k32, k32, static_cast<int32_t>(c.k_chunk)};
+      plan.launch(tile.split_kernel, grid, block, split);
+      const kernels::GemmI8FinishArgs finish{
+          acc, p.a_scale.data, p.b_scale.data, bias, p.out.data, m32, n32};
+      plan.launch(
+          kernels::kGemmI8Finish,
+          {static_cast<uint32_t>(ceil_div(m * n, int64_t{kernels::kGemmI8FinishThreads})), 1, 1},
+          {kernels::kGemmI8FinishThreads, 1, 1}, finish);
+    }
     plan.note("tile_m", tile.bm);
     plan.note("tile_n", tile.bn);
-    plan.note("split", 1);
+    plan.note("split", c.splits);
   }
 };
 

@@ -9,9 +9,14 @@
 
 // The block tiles built, X(name, BM, BN, BK, THREADS): BK in bytes of K a step (the kernels need
 // K % 32 == 0; a last step of 32 is zero-padded). Grid (ceil(N/BN), ceil(M/BM)), block THREADS.
-// Tensor cores: mma.sync m16n8k32 s8 on sm_90, v_mfma_i32_16x16x32_i8 on gfx942/gfx950.
+// Each tile is built twice: jax_aiter_gemm_i8_<name> stores bf16 out;
+// jax_aiter_gemm_i8_split_<name> (grid z = the K split) adds its exact int32 partial sums into an
+// int32 [M, N] accumulator, and jax_aiter_gemm_i8_finish (block kGemmI8FinishThreads) scales that
+// into out. Tensor cores: mma.sync m16n8k32 s8 on sm_90, v_mfma_i32_16x16x32_i8 on gfx942/gfx950.
 #define JAX_AITER_GEMM_I8_TILES(X) \
   X(t128x128, 128, 128, 64, 256)   \
   X(t64x128, 64, 128, 64, 256)     \
   X(t32x128, 32, 128, 64, 256)     \
   X(t16x128, 16, 128, 64, 256)
+
+#define JAX_AITER_GEMM_I8_FINISH_THREADS 256
