@@ -2,12 +2,14 @@
 // every call the ASM tier does not take (K % 128 != 0, N not a multiple of 128, sm_90, ...).
 //
 // The rule: the tile with the largest BM not above M (tiles are listed largest first; M below
-// every BM takes the smallest). If that grid has fewer than two blocks per compute unit (decode:
+// every BM takes the smallest). If that grid has fewer than W blocks per compute unit (decode:
 // a few rows, the weights streamed by a handful of blocks), K is split so that it does: each
-// split at least 4 K-steps long, at most kGemmI8MaxSplit, and only while the int32 [M, N]
-// accumulator fits kGemmI8AccCap. A `splitk` attribute > 0 asks for that split instead. The
-// splits add exact int32 sums into the accumulator (integer addition: the same bits in any
-// order) and jax_aiter_gemm_i8_finish applies the scales and bias once.
+// split at least 4 K-steps long, at most S splits, and only while the int32 [M, N] accumulator
+// fits kGemmI8AccCap. W, S = 4, 16 for tiles of BM <= 32 and 2, 4 for the larger ones (H100,
+// forced splits 1..16: 1x8192x28672 ran 606 us unsplit, 124-186 us at 4-16 splits, best at 8;
+// 128x4096x4096 best at 4, slower beyond; benchmarks/gpu/NOTES.md). A `splitk` attribute > 0 asks
+// for that split instead. The splits add exact int32 sums into the accumulator (integer addition:
+// the same bits in any order) and jax_aiter_gemm_i8_finish applies the scales and bias once.
 #pragma once
 
 #include <algorithm>
@@ -49,14 +51,15 @@ constexpr GemmI8PortableChoice choose_portable_gemm_i8(int64_t m, int64_t n, int
   }
   const kernels::GemmI8Tile& t = tiles[c.tile];
   const int64_t blocks = ceil_div(m, t.bm) * ceil_div(n, t.bn);
-  const int64_t wanted = 2 * int64_t{compute_units};
+  const bool small = t.bm <= 32;
+  const int64_t wanted = (small ? 4 : 2) * int64_t{compute_units};
   int64_t splits = 1;
   if (gemm_i8_acc_fits(m, n)) {
     if (requested > 0) {
       splits = std::min(requested, ceil_div(k, int64_t{t.bk}));
     } else if (blocks < wanted) {
-      splits = std::min(
-          {ceil_div(wanted, blocks), std::max<int64_t>(k / (4 * t.bk), 1), kGemmI8MaxSplit});
+      splits = std::min({ceil_div(wanted, blocks), std::max<int64_t>(k / (4 * t.bk), 1),
+                         small ? kGemmI8MaxSplit : int64_t{4}});
     }
   }
   c.k_chunk = splits > 1 ? ceil_div(ceil_div(k, splits), t.bk) * t.bk : k;
@@ -65,7 +68,9 @@ constexpr GemmI8PortableChoice choose_portable_gemm_i8(int64_t m, int64_t n, int
 }
 static_assert(kernels::kGemmI8Tiles[choose_portable_gemm_i8(1, 4096, 4096, 132).tile].bm == 16);
 static_assert(kernels::kGemmI8Tiles[choose_portable_gemm_i8(100, 4096, 4096, 132).tile].bm == 64);
-static_assert(choose_portable_gemm_i8(1, 8192, 28672, 132).splits == 5);
+static_assert(choose_portable_gemm_i8(1, 8192, 28672, 132).splits == 9);
+static_assert(choose_portable_gemm_i8(1, 4096, 4096, 132).splits == 16);
+static_assert(choose_portable_gemm_i8(128, 4096, 4096, 132).splits == 4);
 static_assert(choose_portable_gemm_i8(4096, 4096, 4096, 132).splits == 1);
 static_assert(choose_portable_gemm_i8(1, 4096, 4096, 1).splits == 1);
 
