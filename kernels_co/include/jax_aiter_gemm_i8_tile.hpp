@@ -37,9 +37,10 @@ struct MfmaI8WaveTile {
   static constexpr int kMI = Wave::kMI, kNJ = Wave::kNJ, kSteps = Wave::kSteps;  // 32-byte steps
 
   // One 32-byte k-step of the wave tile at (wm0, wn0): Op::mma(a, b, acc) on each 16x16 block.
-  template <class Op>
+  // Acc: int (i8) or float (fp8, jax_aiter_gemm_fp8_tile.hpp).
+  template <class Op, class Acc>
   JA_HD static void step(const uint16_t* sa, const uint16_t* sb, int wm0, int wn0, int kk, int lane,
-                         int (&acc)[kMI][kNJ][4]) {
+                         Acc (&acc)[kMI][kNJ][4]) {
     Frag4 a[kMI], b[kNJ];
     const int a0 = Wave::frag_offset(wm0, lane) ^ (16 * kk);
     const int b0 = Wave::frag_offset(wn0, lane) ^ (16 * kk);
@@ -228,11 +229,13 @@ JA_DEVICE void atomic_add_bf16(uint16_t* p, float v) {
   } while (old != assumed);
 }
 
-template <int BM, int BN, int BK, int THREADS>
+// WarpTile: the per-warp accumulators and tensor-core k-steps (I8WarpTile; the FP8 GEMMs pass
+// their own, jax_aiter_gemm_fp8_tile.hpp): the loading below is the same for any 1-byte operand.
+template <int BM, int BN, int BK, int THREADS, template <int, int, int> class WarpTile = I8WarpTile>
 struct GemmI8Tile {
   static constexpr int kWarps = THREADS / kWarp;
   using Warps = WarpLayout<BM, BN, kWarps, kMmaNGrain>;
-  using Tile = I8WarpTile<BK, Warps::TM, Warps::TN>;
+  using Tile = WarpTile<BK, Warps::TM, Warps::TN>;
   static constexpr int kRun = Tile::kRun;
   using Layout = TileLayout<BK / 2>;
   static_assert(BK % 32 == 0, "whole 32-byte k-steps");

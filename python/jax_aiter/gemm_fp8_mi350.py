@@ -1,0 +1,197 @@
+"""``gemm_fp8_mi350``: AITER's MI350 (gfx950) FP8 block-scale GEMM, with our portable kernels
+everywhere else.
+
+From a bf16 model to this op in three lines (quantize and shuffle the weight once, at load time)::
+
+    wq, w_scale = quantize_weight_blocks(w)          # w: [N, K] -> fp8 [N, K], f32 [N/128, K/128]
+    w8 = shuffle_weight(wq)                          # ShuffledWeight in the (16, 16) layout
+    xq, x_scale = quantize_token_blocks(x)           # x: [M, K] -> fp8 [M, K], f32 [K/128, M]
+    y = gemm_fp8_mi350(xq, w8, x_scale, w_scale)     # bf16 [M, N]
+
+What it computes (N and K multiples of 128)::
+
+    out[m, n] = sum over kb < K/128 of  x_scale[kb, m] * w_scale[n // 128, kb]
+                                        * sum_{k in block kb} xq[m, k] * wq[n, k]
+
+The operands, as AITER's kernels read them (AITER's launcher csrc/py_itfs_cu/
+asm_mi350_a8w8_blockscale.cu, deleted in 06de6e9aee, and its op test
+op_tests/test_gemm_a8w8_blockscale_mi350.py, the one caller that checked values)::
+
+    xq       fp8 [M, K]            row-major activations
+    wq       fp8 [N, K]            pre-shuffled: shuffle_weight(wq) (layout (16, 16), below)
+    x_scale  f32 [K/128, M]        one per (128-column K block, token), K-BLOCK-MAJOR:
+                                   x_scale[kb, m] scales xq[m, 128 kb : 128 kb + 128]
+    w_scale  f32 [N/128, K/128]    one per 128 x 128 weight block, N-BLOCK-MAJOR:
+                                   w_scale[nb, kb] scales wq[128 nb : +128, 128 kb : +128]
+    out      bf16 [M, N]
+
+    x_scale in memory:  kb=0: m0 m1 m2 ... m(M-1) | kb=1: m0 m1 ... | ...
+    w_scale in memory:  nb=0: kb0 kb1 ... | nb=1: kb0 kb1 ... | ...
+
+(ROCm/jax-aiter's docstring and a comment in AITER's launcher say w_scale [K/128, N/128]; AITER's
+op test passes the [N/128, K/128] array above, and so do we.)
+
+The weight layout is AITER's ``shuffle_weight(w, layout=(16, 16))``, the INT8 GEMM's (see
+``jax_aiter.quant``): for fp8 (16 elements in 16 bytes) each block of 16 rows x 32 columns becomes
+two 256-byte planes (columns 0-15, then 16-31), each 16 rows of 16 contiguous bytes; blocks follow
+along K, then along N::
+
+    block (n0, k0):  plane 0: row n0 k0..k0+15 | row n0+1 k0..k0+15 | ... | row n0+15
+                     plane 1: row n0 k0+16..k0+31 | ...                   | row n0+15
+
+A shuffled weight is a ``ShuffledWeight``; ``gemm_fp8_mi350`` takes nothing else.
+
+Which fp8: gfx950 and NVIDIA read ``float8_e4m3fn`` (``jax_aiter.fp8_dtype()``); our portable
+kernels on gfx942 read ``float8_e4m3fnuz``; on the CPU either works (the ASM tier's twins, planned
+for gfx950, read e4m3fn).
+
+Tiers: AITER's kernels on gfx950 when M >= 16 and K >= 512 (x32 for M <= 32, else x128, AITER's
+rule; x64 and x96 by ``kernel=``); our portable kernels for every other call, any M >= 1 (a
+one-token decode step runs: serving code does not special-case small batches).
+
+``gemm_fp8_mi350`` is an inference op: differentiating through it raises.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_aiter import _call
+from jax_aiter._call import Dispatch, Static
+from jax_aiter.quant import ShuffledWeight, fp8_dtype, shuffle_weight, unshuffle_weight
+
+__all__ = ["MI350_LAYOUT", "MI350_KERNELS", "describe", "gemm_fp8_mi350", "quantize_token_blocks",
+           "quantize_weight_blocks", "shuffle_weight", "unshuffle_weight"]
+
+# The layout AITER's MI350 kernels read wq in (kernels/shared/aiter_mi350.h).
+MI350_LAYOUT = (16, 16)
+# AITER's code objects (hsa/gfx950/<name>.co), by tile_m: 32, 64, 96, 128.
+MI350_KERNELS = tuple(f"f8_block_scale_mi350_x{t}" for t in (32, 64, 96, 128))
+
+_BLOCK = 128
+
+
+def _fp8_max(dtype):
+    return float(jnp.finfo(dtype).max)
+
+
+def quantize_token_blocks(x, dtype=None):
+    """Per (token, 128-column K block) fp8 quantization of activations ``x [M, K]`` (K % 128 ==
+    0): returns ``(xq fp8 [M, K], x_scale f32 [K/128, M])``, x ~= xq * x_scale[kb, m], scale =
+    max |x| over the block / the format's max (1 for an all-zero block). ``dtype``: the fp8
+    format, default ``fp8_dtype()`` (the default device's)."""
+    dtype = fp8_dtype() if dtype is None else dtype
+    x = jnp.asarray(x)
+    if x.ndim != 2 or x.shape[1] % _BLOCK:
+        raise ValueError(f"quantize_token_blocks: expected x [M, K] with K % 128 == 0, got shape "
+                         f"{x.shape}")
+    m, k = x.shape
+    xb = x.astype(jnp.float32).reshape(m, k // _BLOCK, _BLOCK)
+    amax = jnp.max(jnp.abs(xb), axis=-1, keepdims=True)
+    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
+    q = jnp.clip(xb / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype).reshape(m, k)
+    return q, scale[..., 0].T
+
+
+def quantize_weight_blocks(w, dtype=None):
+    """Per 128 x 128 block fp8 quantization of a weight ``w [N, K]`` (N, K % 128 == 0): returns
+    ``(wq fp8 [N, K], w_scale f32 [N/128, K/128])``, w ~= wq * w_scale[n // 128, k // 128]."""
+    dtype = fp8_dtype() if dtype is None else dtype
+    w = jnp.asarray(w)
+    if w.ndim != 2 or w.shape[0] % _BLOCK or w.shape[1] % _BLOCK:
+        raise ValueError(f"quantize_weight_blocks: expected w [N, K] with N % 128 == 0 and "
+                         f"K % 128 == 0, got shape {w.shape}")
+    n, k = w.shape
+    wb = w.astype(jnp.float32).reshape(n // _BLOCK, _BLOCK, k // _BLOCK, _BLOCK)
+    amax = jnp.max(jnp.abs(wb), axis=(1, 3), keepdims=True)
+    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
+    q = jnp.clip(wb / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype).reshape(n, k)
+    return q, scale[:, 0, :, 0]
+
+
+# ---- the op ------------------------------------------------------------------------------------
+
+def _call_mi350(xq, wq, x_scale, w_scale, config):
+    kernel, dispatch = config
+    m, n = xq.shape[0], wq.shape[0]
+    if m == 0:
+        return jnp.zeros((m, n), jnp.bfloat16)
+    return _call.call("aiter.gemm_fp8_mi350",
+                      inputs={"xq": xq, "wq": wq, "x_scale": x_scale, "w_scale": w_scale},
+                      outputs={"out": ((m, n), jnp.bfloat16)},
+                      attributes={"b_layout": "x".join(str(v) for v in MI350_LAYOUT),
+                                  "kernel": kernel},
+                      dispatch=dispatch)["out"]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _gemm_fp8_mi350(xq, wq, x_scale, w_scale, config):
+    return _call_mi350(xq, wq, x_scale, w_scale, config.value)
+
+
+def _no_grad(*_):
+    raise TypeError("aiter.gemm_fp8_mi350 is an inference op: it has no gradient (differentiate "
+                    "the bf16 model, e.g. jax_aiter.gemm or jnp.dot, instead)")
+
+
+_gemm_fp8_mi350.defvjp(lambda xq, wq, xs, ws, config: _no_grad(),
+                       lambda config, res, g: _no_grad())
+
+
+def gemm_fp8_mi350(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None = None,
+                   dispatch: Dispatch | None = None):
+    """The FP8 block-scale GEMM of AITER's MI350 kernels (module docstring), bf16 out.
+
+    Args:
+      xq: fp8 ``[M, K]`` (``quantize_token_blocks``); K % 128 == 0.
+      wq: the fp8 weight ``[N, K]`` as a ``ShuffledWeight`` in ``MI350_LAYOUT``
+        (``shuffle_weight``); N % 128 == 0; the same fp8 dtype as xq.
+      x_scale: f32 ``[K/128, M]``.
+      w_scale: f32 ``[N/128, K/128]``.
+      kernel: force one of AITER's rows (``MI350_KERNELS``, e.g. "f8_block_scale_mi350_x64");
+        None: x32 for M <= 32, x128 above (AITER's rule).
+      dispatch: which tier runs the call (``jax_aiter.Dispatch``).
+    Returns:
+      bf16 ``[M, N]``.
+    """
+    op = "aiter.gemm_fp8_mi350"
+    if not isinstance(wq, ShuffledWeight):
+        raise TypeError(
+            f"{op}: operand wq: expected a ShuffledWeight (jax_aiter.shuffle_weight(w, layout="
+            f"{MI350_LAYOUT})), got {type(wq).__name__}: the kernels read a pre-shuffled weight, "
+            "and a plain array is taken for an unshuffled one")
+    if tuple(wq.layout) != MI350_LAYOUT:
+        raise ValueError(f"{op}: operand wq: expected a weight shuffled in the layout "
+                         f"{MI350_LAYOUT}, got one in {tuple(wq.layout)}")
+    xq = jnp.asarray(xq)
+    if xq.ndim != 2 or wq.data.ndim != 2:
+        raise ValueError(f"{op}: expected xq [M, K] and wq [N, K], got shapes {xq.shape} and "
+                         f"{wq.data.shape}")
+    m, k = xq.shape
+    n = wq.data.shape[0]
+    x_scale, w_scale = jnp.asarray(x_scale), jnp.asarray(w_scale)
+    if k % _BLOCK or n % _BLOCK:
+        raise ValueError(f"{op}: N={n} and K={k} must be multiples of 128 (the scale blocks)")
+    if x_scale.shape != (k // _BLOCK, m):
+        raise ValueError(f"{op}: operand x_scale: expected shape {(k // _BLOCK, m)} ([K/128, M], "
+                         f"K-block-major), got {x_scale.shape}")
+    if w_scale.shape != (n // _BLOCK, k // _BLOCK):
+        raise ValueError(f"{op}: operand w_scale: expected shape {(n // _BLOCK, k // _BLOCK)} "
+                         f"([N/128, K/128]), got {w_scale.shape}")
+    config = Static((kernel or "", dispatch or Dispatch()))
+    return _gemm_fp8_mi350(xq, wq.data, x_scale, w_scale, config)
+
+
+def describe(m: int, n: int, k: int, kernel: str | None = None,
+             dtype: str = "float8_e4m3fn") -> tuple[dict, dict]:
+    """The call jax-aiter-plan describes for aiter.gemm_fp8_mi350: operands name -> (dtype,
+    shape), attributes."""
+    operands = {"xq": (dtype, (m, k)), "wq": (dtype, (n, k)),
+                "x_scale": ("float32", (k // _BLOCK, m)),
+                "w_scale": ("float32", (n // _BLOCK, k // _BLOCK)),
+                "out": ("bfloat16", (m, n))}
+    return operands, {"b_layout": "x".join(str(v) for v in MI350_LAYOUT), "kernel": kernel or ""}
