@@ -21,3 +21,7 @@ set(JAX_AITER_FAMILY_aiter_fmha_v3_LIST jax_aiter/kernels/shared/aiter_fmha_v3.h
 set(JAX_AITER_OP_gemm_i8_MODULES gemm_i8)
 set(JAX_AITER_OP_gemm_i8_AITER aiter_i8gemm)
 set(JAX_AITER_FAMILY_aiter_i8gemm_LIST jax_aiter/kernels/shared/aiter_i8gemm.h)
+
+set(JAX_AITER_OP_flatmm_fp8_MODULES flatmm_fp8)
+set(JAX_AITER_OP_flatmm_fp8_AITER aiter_flatmm)
+set(JAX_AITER_FAMILY_aiter_flatmm_LIST jax_aiter/kernels/shared/aiter_flatmm.h)

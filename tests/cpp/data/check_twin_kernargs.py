@@ -29,7 +29,8 @@ def rows(header):
         for row in re.findall(r"X\(([^)]*)\)", m.group(1)):
             cols = [c.strip() for c in row.split(",")]
             code_object = next(c.strip('"') for c in cols if c.startswith('"'))
-            symbol = next(c for c in cols if c.startswith("_Z"))
+            # A mangled name, or (FlatMM) a plain C name in the first column.
+            symbol = next((c for c in cols if c.startswith("_Z")), cols[0])
             only = None
             if code_object.startswith("fmha_") and cols[-2:] in (["1", "0"], ["0", "1"]):
                 only = "gfx942" if cols[-2] == "1" else "gfx950"
