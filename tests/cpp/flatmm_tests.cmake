@@ -1,9 +1,13 @@
 # FlatMM fp8 block-scale GEMM (aiter.flatmm_fp8): the ASM tier's gate and grid over a grid of
-# shapes against an independent rule; the handler through the fake XLA runtime on the Host backend
-# (both tiers, AITER's kernel forced through its ABI twin); the twin's kernel-argument metadata
-# against AITER's. Included from tests/cpp/CMakeLists.txt.
+# shapes against an independent rule; the AMD fp8 fragment code against the emulated MFMA; the
+# handler through the fake XLA runtime on the Host backend (both tiers, AITER's kernel forced
+# through its ABI twin); the twin's kernel-argument metadata against AITER's. Included from
+# tests/cpp/CMakeLists.txt.
 
 jax_aiter_test(test_flatmm_select)
+
+jax_aiter_test(test_flatmm_fragments)
+target_include_directories(test_flatmm_fragments PRIVATE ${PROJECT_SOURCE_DIR}/kernels_co/include)
 
 if(TARGET XlaFfi::headers)
   jax_aiter_test(test_ffi_flatmm)
