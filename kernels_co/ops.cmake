@@ -25,3 +25,7 @@ set(JAX_AITER_FAMILY_aiter_i8gemm_LIST jax_aiter/kernels/shared/aiter_i8gemm.h)
 set(JAX_AITER_OP_gemm_fp8_mi350_MODULES gemm_fp8_mi350)
 set(JAX_AITER_OP_gemm_fp8_mi350_AITER aiter_mi350)
 set(JAX_AITER_FAMILY_aiter_mi350_LIST jax_aiter/kernels/shared/aiter_mi350.h)
+
+set(JAX_AITER_OP_flatmm_fp8_MODULES flatmm_fp8)
+set(JAX_AITER_OP_flatmm_fp8_AITER aiter_flatmm)
+set(JAX_AITER_FAMILY_aiter_flatmm_LIST jax_aiter/kernels/shared/aiter_flatmm.h)

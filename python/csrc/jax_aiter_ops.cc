@@ -3,6 +3,7 @@
 // learns them and runs the tools (ffi/exports.hpp), and the static-registration entry for plugins.
 #include "jax_aiter/ffi/attention.hpp"
 #include "jax_aiter/ffi/exports.hpp"
+#include "jax_aiter/ffi/flatmm_fp8.hpp"
 #include "jax_aiter/ffi/gemm.hpp"
 #include "jax_aiter/ffi/gemm_fp8_mi350.hpp"
 #include "jax_aiter/ffi/gemm_i8.hpp"
@@ -12,6 +13,7 @@
 #if defined(JAX_AITER_BACKEND_CPU)
 #include "jax_aiter/host_twins/aiter_fmha_v3.hpp"
 #include "jax_aiter/host_twins/attention.hpp"
+#include "jax_aiter/host_twins/flatmm_fp8.hpp"
 #include "jax_aiter/host_twins/gemm.hpp"
 #include "jax_aiter/host_twins/gemm_fp8_mi350.hpp"
 #include "jax_aiter/host_twins/gemm_i8.hpp"
@@ -37,6 +39,7 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add_bwd, ops::RmsNormWithAddBwd
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm, ops::Gemm, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_i8, ops::GemmI8, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_fp8_mi350, ops::GemmFp8Mi350, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_flatmm_fp8, ops::FlatmmFp8, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_fwd, ops::FlashAttnFwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_bwd, ops::FlashAttnBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_attn_dropout_mask, ops::AttnDropoutMask, Backend);

@@ -9,6 +9,8 @@ from jax_aiter._call import Dispatch
 from jax_aiter._ffi import (JaxAiterUnavailableError, check_aiter, plan, register,
                             registered_platforms, set_aiter_root)
 from jax_aiter.attention import dropout_mask, flash_attn_func, flash_attn_varlen
+from jax_aiter.flatmm import (flatmm_fp8, quantize_activation_blocks,
+                             quantize_weight_blocks)
 from jax_aiter.gemm import gemm
 from jax_aiter.gemm_fp8_mi350 import gemm_fp8_mi350
 from jax_aiter.quant import (ShuffledWeight, fp8_dtype, gemm_i8, quantize_per_channel,
@@ -25,13 +27,16 @@ __all__ = [
     "dropout_mask",
     "flash_attn_func",
     "flash_attn_varlen",
+    "flatmm_fp8",
     "fp8_dtype",
     "gemm",
     "gemm_fp8_mi350",
     "gemm_i8",
     "plan",
+    "quantize_activation_blocks",
     "quantize_per_channel",
     "quantize_per_token",
+    "quantize_weight_blocks",
     "register",
     "registered_platforms",
     "rms_norm",

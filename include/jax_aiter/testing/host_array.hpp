@@ -42,6 +42,7 @@ inline XLA_FFI_DataType xla_type(DType t) {
 
 inline size_t elem_bytes(DType t) {
   if (t == DType::kF32 || t == DType::kI32) return 4;
+  if (t == DType::kF8E4M3FN || t == DType::kF8E4M3FNUZ) return 1;  // raw codes: set bytes
   return t == DType::kU8 || t == DType::kI8 ? 1 : 2;
 }
 

@@ -29,7 +29,7 @@ def rows(header):
         for row in re.findall(r"X\(([^)]*)\)", m.group(1)):
             cols = [c.strip() for c in row.split(",")]
             code_object = next(c.strip('"') for c in cols if c.startswith('"'))
-            # A mangled symbol column, or (plain C names: the MI350 rows) the first column.
+            # A mangled symbol column, or (plain C names: MI350, FlatMM) the first column.
             symbol = next((c for c in cols if c.startswith("_Z")), cols[0])
             only = None
             if code_object.startswith("fmha_") and cols[-2:] in (["1", "0"], ["0", "1"]):

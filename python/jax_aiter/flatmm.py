@@ -1,0 +1,222 @@
+"""AITER's FlatMM fp8 block-scale GEMM (``flatmm_fp8``), its weight layout and quantizers.
+
+From a bf16 model in three lines (quantize and lay out the weight once, at load time)::
+
+    wq, w_scale = quantize_weight_blocks(w)         # w: [N, K] -> fp8 [N, K], f32 [K/128, N/128]
+    w_flat = shuffle_weight(wq, "flatmm")           # ShuffledWeight in the FlatMM layout
+    xq, x_scale = quantize_activation_blocks(x)     # x: [M, K] -> fp8 [M, K], f32 [K/128, M]
+    y = flatmm_fp8(xq, w_flat, x_scale, w_scale)    # f16 [M, N]
+
+The op: ``out[m, n] = sum over K blocks b of 128: x_scale[b, m] * w_scale[b, n // 128] *
+sum_{k in block b} xq[m, k] * wq[n, k]``, in float32, rounded to f16 once.
+
+Scales. ``x_scale`` is ``[K/128, M]``, K-block-major, exactly as AITER's kernel reads it (one
+value per row and 128-column block of x). Quantizers that make ``[M, K/128]`` (per-token groups,
+as DeepSeek-style recipes do) need a transpose (``x_scale.T``); the op does not guess from the
+shape, which is ambiguous whenever M == K/128. ``w_scale`` is ``[K/128, N/128]`` (one value per
+128 x 128 block of w; ``ceil(N/128)`` columns when the portable tier takes N % 128 != 0).
+
+The FlatMM layout (``shuffle_weight(w, "flatmm")``), as AITER's op test for this kernel builds it
+(``w.view(N/16, 16, K/64, 4, 16).permute(0, 2, 3, 1, 4)``; AITER's launcher calls the result
+``[N/128, K*128]``: the same bytes). Every 16 rows of w become K/16 planes of 256 bytes::
+
+    rows n0 .. n0+15 of w (n0 = 0, 16, ...), K/16 planes one after another:
+
+      plane 0 (k 0 .. 15):    row n0: 16 bytes | row n0+1: 16 bytes | ... | row n0+15
+      plane 1 (k 16 .. 31):   row n0: 16 bytes | row n0+1: 16 bytes | ... | row n0+15
+      ...
+      plane K/16 - 1
+
+    byte of w[n, k] = ((n // 16) * (K // 16) + k // 16) * 256 + (n % 16) * 16 + k % 16
+
+(For 1-byte elements this is the same permutation as ``shuffle_weight(w, (16, 16))``; the
+"flatmm" name says which kernel the weight is for.) It needs N % 16 == 0 and K % 64 == 0.
+
+fp8 format: the hardware decides (``jax_aiter.fp8_dtype()``): gfx942 reads ``float8_e4m3fnuz``,
+NVIDIA ``float8_e4m3fn``; the CPU (host twins) takes either. The quantizers take ``dtype``.
+
+Where it runs: AITER's kernel (gfx942 only) for N % 256 == 0 and K % 128 == 0; our portable
+kernels everywhere else (any M, N % 16 == 0, K % 128 == 0; sm_90, gfx942, gfx950, CPU).
+``flatmm_fp8`` is an inference op: differentiating through it raises.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_aiter import _call
+from jax_aiter._call import Dispatch, Static
+from jax_aiter.quant import ShuffledWeight, fp8_dtype, register_layout
+
+__all__ = ["FLATMM_LAYOUT", "describe", "flatmm_fp8", "flatmm_shuffle", "flatmm_unshuffle",
+           "quantize_activation_blocks", "quantize_weight_blocks"]
+
+FLATMM_LAYOUT = "flatmm"
+BLOCK = 128  # the scale blocks: 128 columns of K (x), 128 x 128 (w)
+
+# AITER's FlatMM kernel (hsa/gfx942/flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co).
+AITER_KERNEL = "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32"
+
+
+def _check_layout_shape(shape, what):
+    if len(shape) < 2:
+        raise ValueError(f"{what}: expected a weight [..., N, K], got shape {shape}")
+    n, k = shape[-2:]
+    if n % 16 != 0 or k % 64 != 0:
+        raise ValueError(f"{what}: the FlatMM layout needs N % 16 == 0 and K % 64 == 0, got "
+                         f"[N, K] = [{n}, {k}]")
+    return n, k
+
+
+def flatmm_shuffle(w):
+    """w ``[..., N, K]`` -> the FlatMM layout (same shape and dtype): AITER's
+    ``w.view(N/16, 16, K/64, 4, 16).permute(0, 2, 3, 1, 4)``."""
+    w = jnp.asarray(w)
+    n, k = _check_layout_shape(w.shape, "shuffle_weight")
+    *lead, _, _ = w.shape
+    r = len(lead)
+    x = w.reshape(*lead, n // 16, 16, k // 64, 4, 16)
+    x = jnp.transpose(x, (*range(r), r, r + 2, r + 3, r + 1, r + 4))
+    return x.reshape(w.shape)
+
+
+def flatmm_unshuffle(d):
+    """The inverse of ``flatmm_shuffle``."""
+    d = jnp.asarray(d)
+    n, k = _check_layout_shape(d.shape, "unshuffle_weight")
+    *lead, _, _ = d.shape
+    r = len(lead)
+    x = d.reshape(*lead, n // 16, k // 64, 4, 16, 16)
+    x = jnp.transpose(x, (*range(r), r, r + 3, r + 1, r + 2, r + 4))
+    return x.reshape(d.shape)
+
+
+register_layout(FLATMM_LAYOUT, flatmm_shuffle, flatmm_unshuffle)
+
+
+def _fp8_max(dtype):
+    return float(jnp.finfo(dtype).max)
+
+
+def quantize_activation_blocks(x, dtype=None):
+    """Symmetric fp8 per (row, 128 columns) of ``x [M, K]`` (K % 128 == 0) -> ``(fp8 [M, K],
+    f32 x_scale [K/128, M])``, the scale K-block-major as ``flatmm_fp8`` takes it; x ~= q *
+    scale, scale = max |x| / fp8 max over the block (1 for an all-zero block). ``dtype``: the fp8
+    format (default ``fp8_dtype()``, the device's)."""
+    dtype = dtype or fp8_dtype()
+    x = jnp.asarray(x).astype(jnp.float32)
+    if x.ndim != 2 or x.shape[1] % BLOCK != 0:
+        raise ValueError(f"quantize_activation_blocks: expected x [M, K] with K % 128 == 0, got "
+                         f"shape {x.shape}")
+    m, k = x.shape
+    blocks = x.reshape(m, k // BLOCK, BLOCK)
+    amax = jnp.max(jnp.abs(blocks), axis=-1, keepdims=True)
+    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
+    q = jnp.clip(blocks / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype)
+    return q.reshape(m, k), scale[..., 0].T
+
+
+def quantize_weight_blocks(w, dtype=None):
+    """Symmetric fp8 per 128 x 128 block of a weight ``w [N, K]`` (N % 128 == 0, K % 128 == 0)
+    -> ``(fp8 [N, K], f32 w_scale [K/128, N/128])``, as ``flatmm_fp8`` takes them (lay wq out
+    with ``shuffle_weight(wq, "flatmm")``)."""
+    dtype = dtype or fp8_dtype()
+    w = jnp.asarray(w).astype(jnp.float32)
+    if w.ndim != 2 or w.shape[0] % BLOCK != 0 or w.shape[1] % BLOCK != 0:
+        raise ValueError(f"quantize_weight_blocks: expected w [N, K] with N and K multiples of "
+                         f"128, got shape {w.shape}")
+    n, k = w.shape
+    blocks = w.reshape(n // BLOCK, BLOCK, k // BLOCK, BLOCK)
+    amax = jnp.max(jnp.abs(blocks), axis=(1, 3), keepdims=True)
+    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
+    q = jnp.clip(blocks / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype)
+    return q.reshape(n, k), scale[:, 0, :, 0].T
+
+
+# ---- flatmm_fp8 ------------------------------------------------------------------------------
+
+def _call_flatmm(x, w, x_scale, w_scale, config):
+    kernel, dispatch = config
+    m, n = x.shape[0], w.shape[0]
+    if m == 0 or n == 0:
+        return jnp.zeros((m, n), jnp.float16)
+    return _call.call("aiter.flatmm_fp8",
+                      inputs={"x": x, "w": w, "x_scale": x_scale, "w_scale": w_scale},
+                      outputs={"out": ((m, n), jnp.float16)},
+                      attributes={"w_layout": FLATMM_LAYOUT, "kernel": kernel},
+                      dispatch=dispatch)["out"]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _flatmm(x, w, x_scale, w_scale, config):
+    return _call_flatmm(x, w, x_scale, w_scale, config.value)
+
+
+def _no_grad(*_):
+    raise TypeError("aiter.flatmm_fp8 is an inference op: it has no gradient (differentiate the "
+                    "bf16 model, e.g. jax_aiter.gemm or jnp.dot, instead)")
+
+
+_flatmm.defvjp(lambda x, w, xs, ws, config: _no_grad(), lambda config, res, g: _no_grad())
+
+
+def flatmm_fp8(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None = None,
+               dispatch: Dispatch | None = None):
+    """Block-scaled fp8 GEMM as f16 (AITER's ``flatmm_a8w8_blockscale_asm`` contract; module
+    docstring for the layouts).
+
+    Args:
+      xq: fp8 ``[M, K]`` (e4m3fn or e4m3fnuz; the device's: ``fp8_dtype()``), K % 128 == 0.
+      wq: the fp8 weight ``[N, K]`` as a ``ShuffledWeight`` in the FlatMM layout
+        (``shuffle_weight(w, "flatmm")``), same dtype as xq; N % 16 == 0 (N % 256 == 0 for
+        AITER's kernel).
+      x_scale: f32 ``[K/128, M]`` (K-block-major; transpose an ``[M, K/128]`` one).
+      w_scale: f32 ``[K/128, ceil(N/128)]``.
+      kernel: AITER's kernel by name (there is one, ``AITER_KERNEL``): forces the ASM tier.
+      dispatch: which tier runs the call (``jax_aiter.Dispatch``).
+    Returns:
+      f16 ``[M, N]``.
+    """
+    if not isinstance(wq, ShuffledWeight):
+        raise TypeError(
+            "aiter.flatmm_fp8: operand w: expected a ShuffledWeight (jax_aiter.shuffle_weight(w, "
+            f"\"flatmm\")), got {type(wq).__name__}: the kernels read the FlatMM layout, and a "
+            "plain array is taken for an unshuffled weight")
+    if wq.layout != FLATMM_LAYOUT:
+        raise ValueError(f"aiter.flatmm_fp8: operand w: expected a weight in the \"flatmm\" "
+                         f"layout, got one in {wq.layout!r}")
+    xq = jnp.asarray(xq)
+    if xq.ndim != 2 or wq.data.ndim != 2:
+        raise ValueError(f"aiter.flatmm_fp8: expected x [M, K] and w [N, K], got shapes "
+                         f"{xq.shape} and {wq.data.shape}")
+    m, k = xq.shape
+    n = wq.data.shape[0]
+    if k % BLOCK != 0:
+        raise ValueError(f"aiter.flatmm_fp8: operand x: K={k} is not a multiple of 128 (the "
+                         f"scale blocks along K)")
+    kb, nb = k // BLOCK, -(-n // BLOCK)
+    x_scale = jnp.asarray(x_scale)
+    if x_scale.shape != (kb, m):
+        hint = " (it looks like [M, K/128]: pass x_scale.T)" if x_scale.shape == (m, kb) else ""
+        raise ValueError(f"aiter.flatmm_fp8: operand x_scale: expected shape ({kb}, {m}) "
+                         f"([K/128, M]), got {x_scale.shape}{hint}")
+    w_scale = jnp.asarray(w_scale)
+    if w_scale.shape != (kb, nb):
+        raise ValueError(f"aiter.flatmm_fp8: operand w_scale: expected shape ({kb}, {nb}) "
+                         f"([K/128, ceil(N/128)]), got {w_scale.shape}")
+    config = Static((kernel or "", dispatch or Dispatch()))
+    return _flatmm(xq, wq.data, x_scale, w_scale, config)
+
+
+def describe(m: int, n: int, k: int, dtype: str = "float8_e4m3fnuz",
+             kernel: str | None = None) -> tuple[dict, dict]:
+    """The call jax-aiter-plan describes for aiter.flatmm_fp8: operands name -> (dtype, shape),
+    attributes."""
+    kb, nb = k // BLOCK, -(-n // BLOCK)
+    operands = {"x": (dtype, (m, k)), "w": (dtype, (n, k)), "x_scale": ("float32", (kb, m)),
+                "w_scale": ("float32", (kb, nb)), "out": ("float16", (m, n))}
+    return operands, {"w_layout": FLATMM_LAYOUT, "kernel": kernel or ""}
