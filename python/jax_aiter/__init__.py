@@ -9,11 +9,11 @@ from jax_aiter._call import Dispatch
 from jax_aiter._ffi import (JaxAiterUnavailableError, check_aiter, plan, register,
                             registered_platforms, set_aiter_root)
 from jax_aiter.attention import dropout_mask, flash_attn_func, flash_attn_varlen
-from jax_aiter.flatmm import (flatmm_fp8, quantize_activation_blocks,
-                             quantize_weight_blocks)
+from jax_aiter.flatmm import flatmm_fp8
 from jax_aiter.gemm import gemm
 from jax_aiter.gemm_fp8_mi350 import gemm_fp8_mi350
-from jax_aiter.quant import (ShuffledWeight, fp8_dtype, gemm_i8, quantize_per_channel,
+from jax_aiter.quant import (ShuffledWeight, fp8_dtype, gemm_i8, quantize_fp8_per_block,
+                             quantize_fp8_per_token_block, quantize_per_channel,
                              quantize_per_token, shuffle_weight, unshuffle_weight)
 from jax_aiter.rmsnorm import rms_norm, rms_norm_with_add
 
@@ -33,10 +33,10 @@ __all__ = [
     "gemm_fp8_mi350",
     "gemm_i8",
     "plan",
-    "quantize_activation_blocks",
+    "quantize_fp8_per_block",
+    "quantize_fp8_per_token_block",
     "quantize_per_channel",
     "quantize_per_token",
-    "quantize_weight_blocks",
     "register",
     "registered_platforms",
     "rms_norm",

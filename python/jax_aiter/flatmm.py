@@ -50,7 +50,8 @@ import numpy as np
 
 from jax_aiter import _call
 from jax_aiter._call import Dispatch, Static
-from jax_aiter.quant import ShuffledWeight, fp8_dtype, register_layout
+from jax_aiter.quant import (ShuffledWeight, fp8_dtype, quantize_fp8_per_block,
+                             quantize_fp8_per_token_block, register_layout)
 
 __all__ = ["FLATMM_LAYOUT", "describe", "flatmm_fp8", "flatmm_shuffle", "flatmm_unshuffle",
            "quantize_activation_blocks", "quantize_weight_blocks"]
@@ -98,43 +99,21 @@ def flatmm_unshuffle(d):
 register_layout(FLATMM_LAYOUT, flatmm_shuffle, flatmm_unshuffle)
 
 
-def _fp8_max(dtype):
-    return float(jnp.finfo(dtype).max)
-
-
 def quantize_activation_blocks(x, dtype=None):
     """Symmetric fp8 per (row, 128 columns) of ``x [M, K]`` (K % 128 == 0) -> ``(fp8 [M, K],
-    f32 x_scale [K/128, M])``, the scale K-block-major as ``flatmm_fp8`` takes it; x ~= q *
-    scale, scale = max |x| / fp8 max over the block (1 for an all-zero block). ``dtype``: the fp8
+    f32 x_scale [K/128, M])``, the scale K-block-major as ``flatmm_fp8`` takes it
+    (``quant.quantize_fp8_per_token_block`` with the scale transposed). ``dtype``: the fp8
     format (default ``fp8_dtype()``, the device's)."""
-    dtype = dtype or fp8_dtype()
-    x = jnp.asarray(x).astype(jnp.float32)
-    if x.ndim != 2 or x.shape[1] % BLOCK != 0:
-        raise ValueError(f"quantize_activation_blocks: expected x [M, K] with K % 128 == 0, got "
-                         f"shape {x.shape}")
-    m, k = x.shape
-    blocks = x.reshape(m, k // BLOCK, BLOCK)
-    amax = jnp.max(jnp.abs(blocks), axis=-1, keepdims=True)
-    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
-    q = jnp.clip(blocks / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype)
-    return q.reshape(m, k), scale[..., 0].T
+    q, s = quantize_fp8_per_token_block(x, dtype)
+    return q, s.T
 
 
 def quantize_weight_blocks(w, dtype=None):
     """Symmetric fp8 per 128 x 128 block of a weight ``w [N, K]`` (N % 128 == 0, K % 128 == 0)
     -> ``(fp8 [N, K], f32 w_scale [K/128, N/128])``, as ``flatmm_fp8`` takes them (lay wq out
-    with ``shuffle_weight(wq, "flatmm")``)."""
-    dtype = dtype or fp8_dtype()
-    w = jnp.asarray(w).astype(jnp.float32)
-    if w.ndim != 2 or w.shape[0] % BLOCK != 0 or w.shape[1] % BLOCK != 0:
-        raise ValueError(f"quantize_weight_blocks: expected w [N, K] with N and K multiples of "
-                         f"128, got shape {w.shape}")
-    n, k = w.shape
-    blocks = w.reshape(n // BLOCK, BLOCK, k // BLOCK, BLOCK)
-    amax = jnp.max(jnp.abs(blocks), axis=(1, 3), keepdims=True)
-    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
-    q = jnp.clip(blocks / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype)
-    return q.reshape(n, k), scale[:, 0, :, 0].T
+    with ``shuffle_weight(wq, "flatmm")``; ``quant.quantize_fp8_per_block``, transposed)."""
+    q, s = quantize_fp8_per_block(w, dtype)
+    return q, s.T
 
 
 # ---- flatmm_fp8 ------------------------------------------------------------------------------

@@ -62,7 +62,8 @@ import numpy as np
 
 from jax_aiter import _call
 from jax_aiter._call import Dispatch, Static
-from jax_aiter.quant import ShuffledWeight, fp8_dtype, shuffle_weight, unshuffle_weight
+from jax_aiter.quant import (ShuffledWeight, fp8_dtype, quantize_fp8_per_block,
+                             quantize_fp8_per_token_block, shuffle_weight, unshuffle_weight)
 
 __all__ = ["MI350_LAYOUT", "MI350_KERNELS", "describe", "gemm_fp8_mi350", "quantize_token_blocks",
            "quantize_weight_blocks", "shuffle_weight", "unshuffle_weight"]
@@ -75,42 +76,18 @@ MI350_KERNELS = tuple(f"f8_block_scale_mi350_x{t}" for t in (32, 64, 96, 128))
 _BLOCK = 128
 
 
-def _fp8_max(dtype):
-    return float(jnp.finfo(dtype).max)
-
-
 def quantize_token_blocks(x, dtype=None):
     """Per (token, 128-column K block) fp8 quantization of activations ``x [M, K]`` (K % 128 ==
-    0): returns ``(xq fp8 [M, K], x_scale f32 [K/128, M])``, x ~= xq * x_scale[kb, m], scale =
-    max |x| over the block / the format's max (1 for an all-zero block). ``dtype``: the fp8
-    format, default ``fp8_dtype()`` (the default device's)."""
-    dtype = fp8_dtype() if dtype is None else dtype
-    x = jnp.asarray(x)
-    if x.ndim != 2 or x.shape[1] % _BLOCK:
-        raise ValueError(f"quantize_token_blocks: expected x [M, K] with K % 128 == 0, got shape "
-                         f"{x.shape}")
-    m, k = x.shape
-    xb = x.astype(jnp.float32).reshape(m, k // _BLOCK, _BLOCK)
-    amax = jnp.max(jnp.abs(xb), axis=-1, keepdims=True)
-    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
-    q = jnp.clip(xb / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype).reshape(m, k)
-    return q, scale[..., 0].T
+    0) as this op takes it: ``(xq fp8 [M, K], x_scale f32 [K/128, M])``, x ~= xq * x_scale[kb,
+    m] (``quant.quantize_fp8_per_token_block`` with the scale transposed)."""
+    q, s = quantize_fp8_per_token_block(x, dtype)
+    return q, s.T
 
 
 def quantize_weight_blocks(w, dtype=None):
-    """Per 128 x 128 block fp8 quantization of a weight ``w [N, K]`` (N, K % 128 == 0): returns
-    ``(wq fp8 [N, K], w_scale f32 [N/128, K/128])``, w ~= wq * w_scale[n // 128, k // 128]."""
-    dtype = fp8_dtype() if dtype is None else dtype
-    w = jnp.asarray(w)
-    if w.ndim != 2 or w.shape[0] % _BLOCK or w.shape[1] % _BLOCK:
-        raise ValueError(f"quantize_weight_blocks: expected w [N, K] with N % 128 == 0 and "
-                         f"K % 128 == 0, got shape {w.shape}")
-    n, k = w.shape
-    wb = w.astype(jnp.float32).reshape(n // _BLOCK, _BLOCK, k // _BLOCK, _BLOCK)
-    amax = jnp.max(jnp.abs(wb), axis=(1, 3), keepdims=True)
-    scale = jnp.where(amax > 0, amax / _fp8_max(dtype), 1.0).astype(jnp.float32)
-    q = jnp.clip(wb / scale, -_fp8_max(dtype), _fp8_max(dtype)).astype(dtype).reshape(n, k)
-    return q, scale[:, 0, :, 0]
+    """Per 128 x 128 block fp8 quantization of a weight ``w [N, K]`` as this op takes it:
+    ``(wq fp8 [N, K], w_scale f32 [N/128, K/128])`` (``quant.quantize_fp8_per_block``)."""
+    return quantize_fp8_per_block(w, dtype)
 
 
 # ---- the op ------------------------------------------------------------------------------------
