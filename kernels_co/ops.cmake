@@ -21,3 +21,7 @@ set(JAX_AITER_FAMILY_aiter_fmha_v3_LIST jax_aiter/kernels/shared/aiter_fmha_v3.h
 set(JAX_AITER_OP_gemm_i8_MODULES gemm_i8)
 set(JAX_AITER_OP_gemm_i8_AITER aiter_i8gemm)
 set(JAX_AITER_FAMILY_aiter_i8gemm_LIST jax_aiter/kernels/shared/aiter_i8gemm.h)
+
+set(JAX_AITER_OP_gemm_fp4_MODULES gemm_fp4)
+set(JAX_AITER_OP_gemm_fp4_AITER aiter_f4gemm)
+set(JAX_AITER_FAMILY_aiter_f4gemm_LIST jax_aiter/kernels/shared/aiter_f4gemm.h)
