@@ -254,6 +254,17 @@ def _scale_operand(s, rows, k, name):
     return e8m0_shuffle(s)
 
 
+def _may_run_aiter(dispatch: Dispatch) -> bool:
+    """Whether the call may reach AITER's kernels (or their twins), which write whole 32-row groups
+    of out: then a's rows are padded to a multiple of 32 and the result sliced. Not for the
+    portable tier, and not for a plan off AMD that names no gfx950 (our kernels need no padding)."""
+    if dispatch.tier == "portable":
+        return False
+    if dispatch.asm_arch:
+        return dispatch.asm_arch.split(":")[0] == "gfx950"
+    return jax.default_backend() == "rocm"
+
+
 def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int | None = None,
              dispatch: Dispatch | None = None):
     """``dequant(a) . dequant(b)^T`` as bf16 (AITER's ``gemm_a4w4_asm`` contract, MXFP4).
@@ -304,21 +315,22 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
     sb = _scale_operand(b_scale, n, k, "b_scale")
     if m == 0 or n == 0:
         return jnp.zeros((*lead, n), jnp.bfloat16)
-    mp = _round_up(m, _OUT_ROWS)  # AITER's kernels write whole 32-row groups of out
+    dispatch = dispatch or Dispatch()
+    mp = _round_up(m, _OUT_ROWS) if _may_run_aiter(dispatch) else m
     a2 = a.reshape(m, k // 2)
     if mp != m:
         a2 = jnp.pad(a2, ((0, mp - m), (0, 0)))
-    config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk),
-                     dispatch or Dispatch()))
+    config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk), dispatch))
     out = _gemm_fp4(a2, b_data, sa, sb, config)
     return out[:m].reshape(*lead, n)
 
 
 def describe(m: int, n: int, k: int, b_shuffled: bool = True, kernel: str | None = None,
-             splitk: int | None = None) -> tuple[dict, dict]:
-    """The call jax-aiter-plan describes for aiter.gemm_fp4 (M as gemm_fp4 passes it: rounded
-    up to 32): operands name -> (dtype, shape), attributes."""
-    mp = _round_up(m, _OUT_ROWS)
+             splitk: int | None = None, padded: bool = True) -> tuple[dict, dict]:
+    """The call jax-aiter-plan describes for aiter.gemm_fp4 (M as gemm_fp4 passes it where AITER's
+    kernels may run: rounded up to 32, unless ``padded=False``): operands name -> (dtype, shape),
+    attributes."""
+    mp = _round_up(m, _OUT_ROWS) if padded else m
     sn = _round_up(k // BLOCK, 8)
     operands = {"a": ("uint8", (mp, k // 2)), "b": ("uint8", (n, k // 2)),
                 "a_scale": ("uint8", (_round_up(mp, 256), sn)),
