@@ -129,7 +129,7 @@ JA_DEVICE void f4gemm(void* D, const void* C, const void* A, const void* B, floa
   JA_KERNEL_BOUNDED(256)                       \
   void symbol(JA_F4GEMM_PARAMS) { JA_F4GEMM_CALL(tm, tn, false, 0); }
 #define JA_F4GEMM_TWIN_SELECT(bytes) JA_F4GEMM_TWIN_##bytes
-#define JA_F4GEMM_TWIN(symbol, co, tm, tn, sk, bpre, kernarg) \
+#define JA_F4GEMM_TWIN(symbol, co, tm, tn, sk, bpre, kernarg, g942, g950) \
   JA_F4GEMM_TWIN_SELECT(kernarg)(symbol, tm, tn, sk)
 
 static_assert(jax_aiter::kernels::aiter_f4gemm::kBlockThreads == 256);

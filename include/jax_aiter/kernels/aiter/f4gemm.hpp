@@ -93,8 +93,8 @@ struct AiterF4GemmRow {
 };
 
 // clang-format off
-#define JA_F4GEMM_ROW(symbol, co, tm, tn, sk, bpre, kernarg)                                  \
-  AiterF4GemmRow{KernelInfo{co, #symbol, sizeof(AiterF4GemmArgs), kAiterF4GemmFields},       \
+#define JA_F4GEMM_ROW(symbol, co, tm, tn, sk, bpre, kernarg, g942, g950)                \
+  AiterF4GemmRow{KernelInfo{co, #symbol, sizeof(AiterF4GemmArgs), kAiterF4GemmFields}, \
                  tm, tn, sk != 0, bpre != 0, kernarg},
 inline constexpr AiterF4GemmRow kAiterF4GemmRows[] = {JAX_AITER_F4GEMM_ROWS(JA_F4GEMM_ROW)};
 #undef JA_F4GEMM_ROW
