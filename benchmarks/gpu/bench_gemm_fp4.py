@@ -34,13 +34,15 @@ for m, n, k in shapes:
     f = jax.jit(lambda a, b, sa, sb: gemm_fp4(a, b, sa, sb))
     xd = dequantize_mxfp4(xq, xs).astype(jnp.bfloat16)
     wd = dequantize_mxfp4(wq, ws).astype(jnp.bfloat16)
-    g = jax.jit(lambda a, b: jnp.dot(a, b.T, preferred_element_type=jnp.float32).astype(jnp.bfloat16))
+    g = jax.jit(lambda a, b: jnp.dot(a, b.T, preferred_element_type=jnp.float32)
+                .astype(jnp.bfloat16))
     iters = 2 if m * n * k > 1e11 else 10
     t4 = timeit(f, xq, w4, xs, ws4, iters=iters)
     tb = timeit(g, xd, wd, iters=iters)
     flop = 2.0 * m * n * k
     wbytes = n * k / 2 + n * k / 32
-    err = float(jnp.max(jnp.abs(f(xq, w4, xs, ws4).astype(jnp.float32) - g(xd, wd).astype(jnp.float32))))
+    diff = f(xq, w4, xs, ws4).astype(jnp.float32) - g(xd, wd).astype(jnp.float32)
+    err = float(jnp.max(jnp.abs(diff)))
     print(f"M={m:5d} N={n:5d} K={k:5d}: gemm_fp4 {t4*1e3:8.3f} ms ({flop/t4/1e12:6.2f} TFLOP/s, "
           f"{wbytes/t4/1e9:7.1f} GB/s of fp4 weight) | XLA bf16 dot {tb*1e3:8.3f} ms "
           f"({flop/tb/1e12:6.1f} TFLOP/s) | max |diff| {err:.3g}", flush=True)

@@ -3,7 +3,7 @@
 From a bf16 model to AITER's FP4 GEMM in a few lines (quantize and shuffle the weight once, at
 load time; the activations' scales are shuffled inside ``gemm_fp4``)::
 
-    wq, ws = quantize_mxfp4(w)                     # w: [N, K] -> u8 [N, K/2], e8m0 u8 [N, K/32]
+    wq, ws = quantize_mxfp4(w)                     # w: [N, K] -> u8 [N, K/2], e8m0 [N, K/32]
     w4, ws4 = shuffle_fp4_weight(wq), shuffle_weight(ws, "e8m0_shuffle")
     xq, xs = quantize_mxfp4(x)                     # x: [..., K] -> u8 [..., K/2], [..., K/32]
     y = gemm_fp4(xq, w4, xs, ws4)                  # bf16 [..., N]
