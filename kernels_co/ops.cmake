@@ -29,3 +29,7 @@ set(JAX_AITER_FAMILY_aiter_mi350_LIST jax_aiter/kernels/shared/aiter_mi350.h)
 set(JAX_AITER_OP_flatmm_fp8_MODULES flatmm_fp8)
 set(JAX_AITER_OP_flatmm_fp8_AITER aiter_flatmm)
 set(JAX_AITER_FAMILY_aiter_flatmm_LIST jax_aiter/kernels/shared/aiter_flatmm.h)
+
+set(JAX_AITER_OP_gemm_fp4_MODULES gemm_fp4)
+set(JAX_AITER_OP_gemm_fp4_AITER aiter_f4gemm)
+set(JAX_AITER_FAMILY_aiter_f4gemm_LIST jax_aiter/kernels/shared/aiter_f4gemm.h)

@@ -11,6 +11,8 @@ from jax_aiter._ffi import (JaxAiterUnavailableError, check_aiter, plan, registe
 from jax_aiter.attention import dropout_mask, flash_attn_func, flash_attn_varlen
 from jax_aiter.flatmm import flatmm_fp8
 from jax_aiter.gemm import gemm
+from jax_aiter.gemm_fp4 import (dequantize_mxfp4, e8m0_shuffle, e8m0_unshuffle, gemm_fp4,
+                               quantize_mxfp4, shuffle_fp4_weight)
 from jax_aiter.gemm_fp8_mi350 import gemm_fp8_mi350
 from jax_aiter.quant import (ShuffledWeight, fp8_dtype, gemm_i8, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, quantize_per_channel,
@@ -24,17 +26,22 @@ __all__ = [
     "JaxAiterUnavailableError",
     "ShuffledWeight",
     "check_aiter",
+    "dequantize_mxfp4",
     "dropout_mask",
+    "e8m0_shuffle",
+    "e8m0_unshuffle",
     "flash_attn_func",
     "flash_attn_varlen",
     "flatmm_fp8",
     "fp8_dtype",
     "gemm",
+    "gemm_fp4",
     "gemm_fp8_mi350",
     "gemm_i8",
     "plan",
     "quantize_fp8_per_block",
     "quantize_fp8_per_token_block",
+    "quantize_mxfp4",
     "quantize_per_channel",
     "quantize_per_token",
     "register",
@@ -42,6 +49,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_with_add",
     "set_aiter_root",
+    "shuffle_fp4_weight",
     "shuffle_weight",
     "unshuffle_weight",
 ]

@@ -1,0 +1,24 @@
+// How aiter.gemm_fp4 meets XLA:
+//   aiter.gemm_fp4  (a, b, a_scale, b_scale) -> out
+//   attributes: b_layout (required: "16x16" or "none"), kernel, splitk (+ dispatch)
+#pragma once
+
+#include <array>
+
+#include "jax_aiter/ffi/binder.hpp"
+#include "jax_aiter/ffi/spec.hpp"
+#include "jax_aiter/ops/gemm_fp4.hpp"
+
+namespace jax_aiter::ffi {
+
+template <>
+struct FfiSpec<ops::GemmFp4> {
+  using P = ops::GemmFp4::Params;
+  static constexpr std::array operands{input("a", &P::a), input("b", &P::b),
+                                       input("a_scale", &P::a_scale), input("b_scale", &P::b_scale),
+                                       output("out", &P::out)};
+  static constexpr std::array attributes{attr<&P::b_layout>("b_layout", kRequired),
+                                         attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
+};
+
+}  // namespace jax_aiter::ffi

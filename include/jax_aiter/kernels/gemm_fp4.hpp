@@ -1,0 +1,63 @@
+// ABI of our portable FP4 GEMM kernels (kernels_co/gemm_fp4.kernel.cpp, code object "gemm_fp4"):
+// the argument struct field by field as the kernels declare their parameters, and the kernel
+// table, generated from the list the kernel source instantiates (kernels/shared/gemm_fp4.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/shared/gemm_fp4.h"
+
+namespace jax_aiter::kernels {
+
+// out = dequant(a) . dequant(b)^T as bf16, one block a BM x BN tile.
+struct GemmFp4Args {
+  const void* a;        // fp4x2 [M, K/2], rows lda bytes apart
+  const void* b;        // fp4x2 [N, K/2], shuffled (16, 16) if b_shuffled, else plain
+  const void* a_scale;  // e8m0, e8m0_shuffle layout, rows sa_stride bytes apart (padded)
+  const void* b_scale;  // e8m0, e8m0_shuffle layout, rows sb_stride bytes apart (padded)
+  void* out;            // bf16 [M, N] row-major
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t sa_stride, sb_stride;
+  int32_t b_shuffled;  // 1: b in the (16, 16) layout
+};
+static_assert(offsetof(GemmFp4Args, M) == 40 && sizeof(GemmFp4Args) == 72);
+
+inline constexpr std::array kGemmFp4Fields{
+    JAX_AITER_ARG_FIELD(GemmFp4Args, a),         JAX_AITER_ARG_FIELD(GemmFp4Args, b),
+    JAX_AITER_ARG_FIELD(GemmFp4Args, a_scale),   JAX_AITER_ARG_FIELD(GemmFp4Args, b_scale),
+    JAX_AITER_ARG_FIELD(GemmFp4Args, out),       JAX_AITER_ARG_FIELD(GemmFp4Args, M),
+    JAX_AITER_ARG_FIELD(GemmFp4Args, N),         JAX_AITER_ARG_FIELD(GemmFp4Args, K),
+    JAX_AITER_ARG_FIELD(GemmFp4Args, lda),       JAX_AITER_ARG_FIELD(GemmFp4Args, sa_stride),
+    JAX_AITER_ARG_FIELD(GemmFp4Args, sb_stride), JAX_AITER_ARG_FIELD(GemmFp4Args, b_shuffled),
+};
+
+inline constexpr std::string_view kGemmFp4CodeObject = "gemm_fp4";
+
+struct GemmFp4Tile {
+  std::string_view name;
+  int bm, bn, threads;
+  KernelInfo kernel;
+};
+
+namespace gemm_fp4_detail {
+// clang-format off
+#define JA_GEMM_FP4_TILE(name, BM, BN, THREADS)                                              \
+  GemmFp4Tile{#name, BM, BN, THREADS,                                                        \
+              KernelInfo{kGemmFp4CodeObject, "jax_aiter_gemm_fp4_" #name, sizeof(GemmFp4Args), \
+                         kGemmFp4Fields}},
+inline constexpr GemmFp4Tile kTiles[] = {JAX_AITER_GEMM_FP4_TILES(JA_GEMM_FP4_TILE)};
+#undef JA_GEMM_FP4_TILE
+// clang-format on
+}  // namespace gemm_fp4_detail
+
+// Largest BM first (the portable rule picks the first with BM <= M).
+inline constexpr std::span<const GemmFp4Tile> kGemmFp4Tiles = gemm_fp4_detail::kTiles;
+static_assert(kGemmFp4Tiles[0].kernel.symbol == "jax_aiter_gemm_fp4_t64x64");
+
+}  // namespace jax_aiter::kernels

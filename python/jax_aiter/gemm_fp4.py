@@ -1,0 +1,339 @@
+"""FP4 (MXFP4, a4w4) GEMM: ``gemm_fp4``, MX quantization, and the layouts AITER's kernels read.
+
+From a bf16 model to AITER's FP4 GEMM in a few lines (quantize and shuffle the weight once, at
+load time; the activations' scales are shuffled inside ``gemm_fp4``)::
+
+    wq, ws = quantize_mxfp4(w)                     # w: [N, K] -> u8 [N, K/2], e8m0 [N, K/32]
+    w4, ws4 = shuffle_fp4_weight(wq), shuffle_weight(ws, "e8m0_shuffle")
+    xq, xs = quantize_mxfp4(x)                     # x: [..., K] -> u8 [..., K/2], [..., K/32]
+    y = gemm_fp4(xq, w4, xs, ws4)                  # bf16 [..., N]
+
+MXFP4 (OCP Microscaling Formats v1.0): each block of 32 consecutive values along K shares one
+e8m0 scale (a power of two, 2^(code - 127); code 255 is NaN), and each value is an e2m1 float
+(0, ±0.5, ±1, ±1.5, ±2, ±3, ±4, ±6). Two e2m1 codes share a byte, **low nibble first**: byte j of
+a row holds k = 2j in bits 0-3 and k = 2j + 1 in bits 4-7 (AITER's ``mxfp4_to_f32``). So
+dequant(x)[r][k] = e2m1(x[r][k]) * 2^(scale[r][k // 32] - 127).
+
+Layouts (AITER, github.com/ROCm/aiter e4048607a535, ``aiter/ops/shuffle.py``):
+
+* the weight B, fp4x2 bytes ``[N, K/2]``: AITER's ``shuffle_weight(w, layout=(16, 16))`` on the
+  packed bytes, i.e. the INT8 GEMM's (16, 16) layout with a byte for two values
+  (``jax_aiter.quant``): each block of 16 rows x 32 bytes (64 values) becomes two 256-byte planes,
+  bytes 0-15 of the 16 rows, then bytes 16-31; every 16-byte chunk is the 32 values of one scale
+  block::
+
+      B block (rows n0..n0+15, bytes kb0..kb0+31):
+        plane 0: row n0 bytes kb0..+15 | row n0+1 bytes kb0..+15 | ... | row n0+15
+        plane 1: row n0 bytes kb0+16..+31 | ...                    | row n0+15
+      blocks follow one another along K first, then along N.
+
+* the e8m0 scales ``[rows, K/32]`` (``"e8m0_shuffle"``, AITER's ``e8m0_shuffle``/
+  ``shuffle_scale``): padded to ``[roundup(rows, 256), roundup(K/32, 8)]`` with 127 (= 1.0; AITER
+  leaves the padding uninitialised), then each block of 32 rows x 8 columns becomes 256
+  contiguous bytes, ordered (column % 4, row % 16, (column % 8) // 4, (row % 32) // 16), blocks
+  along K first, then along rows::
+
+      scale (r, c), r = 32 i0 + 16 i1 + i2, c = 8 j0 + 4 j1 + j2 ->
+      byte ((((i0 * sn/8 + j0) * 4 + j2) * 16 + i2) * 2 + j1) * 2 + i1     (sn = padded K/32)
+
+      one 32x8 block:  j2=0: [i2=0: (j1=0: i1=0,1) (j1=1: i1=0,1)] [i2=1: ...] ... [i2=15]
+                       j2=1: ...   j2=2: ...   j2=3: ...                 (4 x 16 x 2 x 2 bytes)
+
+  ``unshuffle_weight`` of a shuffled scale gives the padded ``[roundup(rows, 256),
+  roundup(K/32, 8)]`` array; slice ``[:rows, :K // 32]`` for the original.
+
+Which B: a ``ShuffledWeight`` in ``FP4_LAYOUT`` (``shuffle_fp4_weight``) runs AITER's 34
+``BpreShuffle`` kernels; a plain uint8 ``[N, K/2]`` array is taken as an unshuffled weight and runs
+AITER's one ``noBpreShuffle_256x256`` kernel (or ours). The type says which, so neither is taken
+for the other. The scales are always read in the ``"e8m0_shuffle"`` layout (both AITER paths);
+``gemm_fp4`` shuffles a plain ``[rows, K/32]`` scale itself and takes a shuffled one as is.
+
+Not exposed: AITER's C (bias f32 ``[M, N]``), alpha and beta (AITER's Python documents the bias
+as ``[1, N]`` while the kernel reads ``[M, N]`` rows at out's stride, and AITER's own tests never
+pass one); we pass C = null, alpha = 1, beta = 0 as its ``gemm_a4w4`` does. Scale or add a bias
+to the bf16 result in JAX (XLA fuses it).
+
+``gemm_fp4`` is an inference op: it has no gradient, and differentiating through it raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_aiter import _call
+from jax_aiter._call import Dispatch, Static
+from jax_aiter.quant import ShuffledWeight, register_layout, shuffle_weight
+
+__all__ = ["FP4_LAYOUT", "SCALE_LAYOUT", "dequantize_mxfp4", "describe", "e8m0_shuffle",
+           "e8m0_unshuffle", "gemm_fp4", "quantize_mxfp4", "shuffle_fp4_weight"]
+
+FP4_LAYOUT = (16, 16)  # AITER's shuffle_weight layout on the packed bytes
+SCALE_LAYOUT = "e8m0_shuffle"
+BLOCK = 32  # values per e8m0 scale
+
+_E2M1_MAX = 6.0
+_E2M1_EMAX = 2  # 6 = 1.5 * 2^2
+_OUT_ROWS = 32  # AITER's kernels write whole 32-row groups of out
+
+
+def _round_up(x, m):
+    return (x + m - 1) // m * m
+
+
+# ---- MX quantization --------------------------------------------------------------------------
+
+def quantize_mxfp4(x, rounding: str = "floor"):
+    """MXFP4 quantization along the last axis: ``x [..., K]`` (K % 32 == 0) ->
+    ``(u8 [..., K/2] fp4x2 low nibble first, u8 [..., K/32] e8m0 scales)``.
+
+    Per block of 32: ``rounding="floor"`` is the OCP MX rule, scale = 2^(floor(log2 amax) - 2)
+    (values above 6 * scale saturate to ±6); ``"ceil"`` is AITER's default (RoundUp), scale =
+    2^ceil(log2(amax / 6)) (never saturates). An all-zero block gets scale 1 (code 127). Values
+    are rounded to the nearest e2m1 value, ties to even. NaN inputs are not supported.
+    """
+    if rounding not in ("floor", "ceil"):
+        raise ValueError(f"quantize_mxfp4: rounding must be 'floor' or 'ceil', got {rounding!r}")
+    x = jnp.asarray(x)
+    if x.shape[-1] % BLOCK != 0:
+        raise ValueError(f"quantize_mxfp4: K={x.shape[-1]} is not a multiple of {BLOCK}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.float32)
+    packed, scales = _quantize(x, rounding)
+    return packed.astype(jnp.uint8), scales.astype(jnp.uint8)
+
+
+# The codes leave the custom_vjp as float32 (exact below 256) and become uint8 outside: JAX calls
+# the forward rule, and so raises, only for a function with floating outputs.
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _quantize(x, rounding):
+    packed, scales = _quantize_impl(x, rounding)
+    return packed.astype(jnp.float32), scales.astype(jnp.float32)
+
+
+def _no_quantize_grad(*_):
+    raise TypeError("aiter.gemm_fp4 is an inference op: it has no gradient (quantize_mxfp4 rounds "
+                    "to fp4 codes; differentiate the bf16 model, e.g. jax_aiter.gemm or jnp.dot, "
+                    "instead)")
+
+
+_quantize.defvjp(lambda x, rounding: _no_quantize_grad(),
+                 lambda rounding, res, g: _no_quantize_grad())
+
+
+def _quantize_impl(x, rounding):
+    x = x.astype(jnp.float32)
+    k = x.shape[-1]
+    blocks = x.reshape(*x.shape[:-1], k // BLOCK, BLOCK)
+    amax = jnp.max(jnp.abs(blocks), axis=-1, keepdims=True)
+    if rounding == "floor":
+        _, e = jnp.frexp(amax)  # amax = f * 2^e, f in [0.5, 1): floor(log2 amax) = e - 1
+        exp = e - 1 - _E2M1_EMAX
+    else:  # "ceil"
+        f, e = jnp.frexp(amax / _E2M1_MAX)
+        exp = jnp.where(f == 0.5, e - 1, e)  # exact powers of two stay
+    exp = jnp.where(amax > 0, jnp.clip(exp, -127, 127), 0)
+    scale = jnp.ldexp(jnp.float32(1.0), exp)
+    v = jnp.minimum(jnp.abs(blocks) / scale, _E2M1_MAX)
+    step = jnp.where(v < 2, 0.5, jnp.where(v < 4, 1.0, 2.0))
+    r = jnp.round(v / step) * step  # ties to even on the e2m1 grid
+    mag = jnp.where(r < 2, r * 2, jnp.where(r < 4, r + 2, r / 2 + 4)).astype(jnp.uint8)
+    code = jnp.where((blocks < 0) & (mag > 0), mag | 8, mag).astype(jnp.uint8)
+    code = code.reshape(*x.shape[:-1], k // 2, 2)
+    packed = (code[..., 0] | (code[..., 1] << 4)).astype(jnp.uint8)
+    scales = (exp[..., 0] + 127).astype(jnp.uint8)
+    return packed, scales
+
+
+_E2M1_TABLE = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+
+
+def dequantize_mxfp4(q, scales):
+    """The inverse of ``quantize_mxfp4`` (exact): ``(u8 [..., K/2], e8m0 [..., K/32])`` ->
+    f32 ``[..., K]``. The scales as plain (unshuffled) ``[..., K/32]``."""
+    q = jnp.asarray(q).astype(jnp.uint8)
+    s = _as_u8(jnp.asarray(scales))
+    codes = jnp.stack([q & 15, q >> 4], axis=-1).reshape(*q.shape[:-1], q.shape[-1] * 2)
+    vals = jnp.asarray(_E2M1_TABLE)[codes.astype(jnp.int32)]
+    sf = jnp.where(s == 255, jnp.nan, jnp.ldexp(jnp.float32(1.0), s.astype(jnp.int32) - 127))
+    return vals * jnp.repeat(sf, BLOCK, axis=-1)
+
+
+def _as_u8(s):
+    if s.dtype == jnp.uint8:
+        return s
+    if s.dtype == jnp.float8_e8m0fnu:
+        return jax.lax.bitcast_convert_type(s, jnp.uint8)
+    raise TypeError(f"expected e8m0 scales as uint8 or float8_e8m0fnu, got {s.dtype}")
+
+
+# ---- layouts ----------------------------------------------------------------------------------
+
+def e8m0_shuffle(s):
+    """AITER's ``e8m0_shuffle`` as a JAX function: ``[rows, K/32]`` e8m0 (uint8) ->
+    ``[roundup(rows, 256), roundup(K/32, 8)]`` in the shuffled layout (module docstring)."""
+    s = _as_u8(jnp.asarray(s))
+    if s.ndim != 2:
+        raise ValueError(f"e8m0_shuffle: expected scales [rows, K/32], got shape {s.shape}")
+    m, n = s.shape
+    sm, sn = _round_up(m, 256), _round_up(n, 8)
+    s = jnp.pad(s, ((0, sm - m), (0, sn - n)), constant_values=127)
+    x = s.reshape(sm // 32, 2, 16, sn // 8, 2, 4).transpose(0, 3, 5, 2, 4, 1)
+    return x.reshape(sm, sn)
+
+
+def e8m0_unshuffle(s):
+    """The inverse of ``e8m0_shuffle``: the padded ``[roundup(rows, 256), roundup(K/32, 8)]``."""
+    s = _as_u8(jnp.asarray(s))
+    sm, sn = s.shape
+    if sm % 256 != 0 or sn % 8 != 0:
+        raise ValueError(f"e8m0_unshuffle: expected a shuffled scale [256 i, 8 j], got {s.shape}")
+    x = s.reshape(sm // 32, sn // 8, 4, 16, 2, 2).transpose(0, 5, 3, 1, 4, 2)
+    return x.reshape(sm, sn)
+
+
+register_layout(SCALE_LAYOUT, e8m0_shuffle, e8m0_unshuffle)
+
+
+def shuffle_fp4_weight(wq) -> ShuffledWeight:
+    """The packed fp4x2 weight ``u8 [N, K/2]`` (N % 16 == 0, K % 64 == 0) in ``FP4_LAYOUT``: AITER's
+    ``shuffle_weight(w, layout=(16, 16))`` on the bytes (``unshuffle_weight`` inverts it)."""
+    wq = jnp.asarray(wq)
+    if wq.dtype != jnp.uint8:
+        raise TypeError(f"shuffle_fp4_weight: expected packed fp4x2 as uint8, got {wq.dtype}")
+    return shuffle_weight(wq, FP4_LAYOUT)
+
+
+# ---- gemm_fp4 ---------------------------------------------------------------------------------
+
+def _call_gemm_fp4(a, b, a_scale, b_scale, config):
+    b_layout, kernel, splitk, dispatch = config
+    m, n = a.shape[0], b.shape[0]
+    return _call.call("aiter.gemm_fp4",
+                      inputs={"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale},
+                      outputs={"out": ((m, n), jnp.bfloat16)},
+                      attributes={"b_layout": b_layout, "kernel": kernel, "splitk": splitk},
+                      dispatch=dispatch)["out"]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _gemm_fp4(a, b, a_scale, b_scale, config):
+    return _call_gemm_fp4(a, b, a_scale, b_scale, config.value)
+
+
+def _no_grad(*_):
+    raise TypeError("aiter.gemm_fp4 is an inference op: it has no gradient (differentiate the "
+                    "bf16 model, e.g. jax_aiter.gemm or jnp.dot, instead)")
+
+
+_gemm_fp4.defvjp(lambda a, b, sa, sb, config: _no_grad(), lambda config, res, g: _no_grad())
+
+
+def _scale_operand(s, rows, k, name):
+    """A shuffled scale [roundup(rows, 256), roundup(K/32, 8)] (u8) from a plain one or a
+    ShuffledWeight in SCALE_LAYOUT."""
+    want = (_round_up(rows, 256), _round_up(k // BLOCK, 8))
+    if isinstance(s, ShuffledWeight):
+        if s.layout != SCALE_LAYOUT:
+            raise ValueError(f"aiter.gemm_fp4: operand {name}: expected scales shuffled in "
+                             f"{SCALE_LAYOUT!r}, got layout {s.layout!r}")
+        d = _as_u8(s.data)
+        if d.shape != want:
+            raise ValueError(f"aiter.gemm_fp4: operand {name}: expected a shuffled scale of shape "
+                             f"{want}, got {d.shape}")
+        return d
+    s = _as_u8(jnp.asarray(s))
+    if s.shape != (rows, k // BLOCK):
+        raise ValueError(f"aiter.gemm_fp4: operand {name}: expected plain e8m0 scales of shape "
+                         f"{(rows, k // BLOCK)} (or a ShuffledWeight in {SCALE_LAYOUT!r}), got "
+                         f"{s.shape}")
+    return e8m0_shuffle(s)
+
+
+def _may_run_aiter(dispatch: Dispatch) -> bool:
+    """Whether the call may reach AITER's kernels (or their twins), which write whole 32-row groups
+    of out: then a's rows are padded to a multiple of 32 and the result sliced. Not for the
+    portable tier, and not for a plan off AMD that names no gfx950 (our kernels need no padding)."""
+    if dispatch.tier == "portable":
+        return False
+    if dispatch.asm_arch:
+        return dispatch.asm_arch.split(":")[0] == "gfx950"
+    return jax.default_backend() == "rocm"
+
+
+def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int | None = None,
+             dispatch: Dispatch | None = None):
+    """``dequant(a) . dequant(b)^T`` as bf16 (AITER's ``gemm_a4w4_asm`` contract, MXFP4).
+
+    Args:
+      a: fp4x2 ``u8 [..., K/2]`` (from ``quantize_mxfp4``); K % 64 == 0.
+      b: the fp4x2 weight ``[N, K/2]``: a ``ShuffledWeight`` in ``FP4_LAYOUT``
+        (``shuffle_fp4_weight``; N % 16 == 0), or a plain uint8 array, taken as unshuffled.
+      a_scale: e8m0 (uint8 or float8_e8m0fnu) ``[..., K/32]`` plain (shuffled here), or a
+        ``ShuffledWeight`` in ``"e8m0_shuffle"`` of shape ``[roundup(M', 256), roundup(K/32, 8)]``,
+        M' = prod(a's leading dims).
+      b_scale: e8m0 ``[N, K/32]`` plain, or a ``ShuffledWeight`` in ``"e8m0_shuffle"``.
+      kernel: an AITER f4gemm kernel to use (AITER's kernelName, by symbol or short name);
+        None lets the heuristic choose.
+      splitk: a K split for the ASM tier (1, 2, 4, 8 or 16; AITER's 2^log2_k_split); None lets
+        the heuristic choose.
+      dispatch: which tier runs the call (``jax_aiter.Dispatch``).
+    Returns:
+      bf16 ``[..., N]``.
+    """
+    if isinstance(b, ShuffledWeight):
+        if isinstance(b.layout, str) or tuple(b.layout) != FP4_LAYOUT:
+            raise ValueError(f"aiter.gemm_fp4: operand b: expected a weight shuffled in the "
+                             f"layout {FP4_LAYOUT}, got one in {b.layout!r}")
+        b_data, b_layout = b.data, "x".join(str(v) for v in FP4_LAYOUT)
+    else:
+        b_data, b_layout = jnp.asarray(b), "none"
+    a = jnp.asarray(a)
+    for name, t in (("a", a), ("b", b_data)):
+        if t.dtype != jnp.uint8:
+            raise TypeError(f"aiter.gemm_fp4: operand {name}: expected packed fp4x2 as uint8, got "
+                            f"{t.dtype}")
+    if a.ndim < 1 or b_data.ndim != 2 or a.shape[-1] != b_data.shape[1]:
+        raise ValueError(f"aiter.gemm_fp4: expected a [..., K/2] and b [N, K/2], got shapes "
+                         f"{a.shape} and {b_data.shape}")
+    lead, k = a.shape[:-1], a.shape[-1] * 2
+    n = b_data.shape[0]
+    m = math.prod(lead)
+    if isinstance(a_scale, ShuffledWeight):
+        sa = _scale_operand(a_scale, m, k, "a_scale")
+    else:
+        a_scale = _as_u8(jnp.asarray(a_scale))
+        if a_scale.shape != (*lead, k // BLOCK):
+            raise ValueError(f"aiter.gemm_fp4: operand a_scale: expected plain e8m0 scales of "
+                             f"shape {(*lead, k // BLOCK)} (a's leading dims), got "
+                             f"{a_scale.shape}")
+        sa = _scale_operand(a_scale.reshape(m, k // BLOCK), m, k, "a_scale")
+    sb = _scale_operand(b_scale, n, k, "b_scale")
+    if m == 0 or n == 0:
+        return jnp.zeros((*lead, n), jnp.bfloat16)
+    dispatch = dispatch or Dispatch()
+    mp = _round_up(m, _OUT_ROWS) if _may_run_aiter(dispatch) else m
+    a2 = a.reshape(m, k // 2)
+    if mp != m:
+        a2 = jnp.pad(a2, ((0, mp - m), (0, 0)))
+    config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk), dispatch))
+    out = _gemm_fp4(a2, b_data, sa, sb, config)
+    return out[:m].reshape(*lead, n)
+
+
+def describe(m: int, n: int, k: int, b_shuffled: bool = True, kernel: str | None = None,
+             splitk: int | None = None, padded: bool = True) -> tuple[dict, dict]:
+    """The call jax-aiter-plan describes for aiter.gemm_fp4 (M as gemm_fp4 passes it where AITER's
+    kernels may run: rounded up to 32, unless ``padded=False``): operands name -> (dtype, shape),
+    attributes."""
+    mp = _round_up(m, _OUT_ROWS) if padded else m
+    sn = _round_up(k // BLOCK, 8)
+    operands = {"a": ("uint8", (mp, k // 2)), "b": ("uint8", (n, k // 2)),
+                "a_scale": ("uint8", (_round_up(mp, 256), sn)),
+                "b_scale": ("uint8", (_round_up(n, 256), sn)), "out": ("bfloat16", (mp, n))}
+    return operands, {"b_layout": "16x16" if b_shuffled else "none", "kernel": kernel or "",
+                      "splitk": -1 if splitk is None else splitk}
