@@ -12,6 +12,8 @@
   jax-aiter-plan rms_norm --shape 16384,4096 --arch sm_90 [--backward] [--fused]
   jax-aiter-plan attention --b 4 --sq 4096 --hq 32 --hk 8 --d 128 --causal --arch gfx942
                  [--sk N] [--dv N] [--varlen] [--backward] [--bias] [--dropout P] [--window L,R]
+  jax-aiter-plan gemm_i8|gemm_fp8_blockscale|gemm_fp8_mi350|gemm_fp4|flatmm_fp8 --m M --n N --k K
+                 --arch gfx950 [--kernel NAME] [--splitk S] [--bias] [--plain-b]
   jax-aiter-plan aiter.gemm --call '{"operands": {...}, "attributes": {...}}' --arch gfx950
   jax-aiter-check-aiter /path/to/aiter
 """
@@ -24,8 +26,30 @@ import sys
 
 from jax_aiter import _ffi
 from jax_aiter.attention import describe as _describe_attention
+from jax_aiter.flatmm import describe as _describe_flatmm
 from jax_aiter.gemm import describe as _describe_gemm
+from jax_aiter.gemm_fp4 import describe as _describe_fp4
+from jax_aiter.gemm_fp8_mi350 import describe as _describe_fp8_mi350
+from jax_aiter.quant import describe as _describe_i8
 from jax_aiter.rmsnorm import describe as _describe_rms_norm
+
+
+def _fp8_name(arch: str) -> str:
+    """The fp8 format a plan for `arch` reads (quant.fp8_dtype), as numpy names it."""
+    return "float8_e4m3fnuz" if arch == "gfx942" else "float8_e4m3fn"
+
+
+# The quantized GEMMs: command -> (custom-call target, describe(args) -> (operands, attributes)).
+_QUANTIZED = {
+    "gemm_i8": ("aiter.gemm_i8", lambda a: _describe_i8(a.m, a.n, a.k, a.bias, a.kernel,
+                                                        a.splitk)),
+    "gemm_fp8_mi350": ("aiter.gemm_fp8_mi350", lambda a: _describe_fp8_mi350(
+        a.m, a.n, a.k, a.kernel, _fp8_name(a.asm_arch or a.arch))),
+    "flatmm_fp8": ("aiter.flatmm_fp8", lambda a: _describe_flatmm(
+        a.m, a.n, a.k, _fp8_name(a.asm_arch or a.arch), a.kernel)),
+    "gemm_fp4": ("aiter.gemm_fp4", lambda a: _describe_fp4(a.m, a.n, a.k, not a.plain_b,
+                                                          a.kernel, a.splitk)),
+}
 
 
 def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
@@ -65,6 +89,7 @@ def plan_main(argv=None) -> int:
     g.add_argument("--bias", action="store_true")
     g.add_argument("--kernel")
     g.add_argument("--splitk", type=int)
+    g.add_argument("--plain-b", action="store_true", help="gemm_fp4: b not pre-shuffled")
     r = p.add_argument_group("rms_norm")
     r.add_argument("--shape", help="x's shape, e.g. 16384,4096")
     r.add_argument("--epsilon", type=float, default=1e-6)
@@ -100,6 +125,11 @@ def plan_main(argv=None) -> int:
             operands, attributes = _describe_gemm(args.m, args.n, args.k, args.dtype,
                                                    args.out_dtype, args.bias, args.kernel,
                                                    args.splitk)
+        elif args.op in _QUANTIZED:
+            if None in (args.m, args.n, args.k):
+                p.error(f"{args.op} needs --m, --n and --k")
+            target, describe = _QUANTIZED[args.op]
+            operands, attributes = describe(args)
         elif args.op in ("rms_norm", "aiter.rms_norm"):
             if not args.shape:
                 p.error("rms_norm needs --shape")
@@ -115,7 +145,8 @@ def plan_main(argv=None) -> int:
                 args.dtype, args.causal, window, args.varlen, args.backward, args.bias,
                 args.dropout, args.deterministic)
         else:
-            p.error(f"unknown op {args.op!r}: gemm, rms_norm, attention, or a target with --call")
+            p.error(f"unknown op {args.op!r}: gemm, rms_norm, attention, "
+                    f"{', '.join(_QUANTIZED)}, or a target with --call")
         attributes = {**attributes, **_dispatch(args)}
         result = plan(target, operands, attributes, args.arch, args.cus)
     except ValueError as e:

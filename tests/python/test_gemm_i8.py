@@ -264,3 +264,31 @@ def test_grad_is_a_clear_error():
     sw = shuffle_weight(w)
     with pytest.raises(TypeError, match="inference op: it has no gradient"):
         jax.grad(lambda s: gemm_i8(a, sw, s, sb).astype(jnp.float32).sum())(jnp.asarray(sa))
+
+
+# ---- jax-aiter-plan for the quantized GEMMs ---------------------------------------------------
+
+def _plan_cli(*argv):
+    import json
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-m", "jax_aiter.tools", "plan", *argv],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("op,arch,symbol", [
+    ("gemm_i8", "gfx942", "_ZN5aiter"),                  # an i8gemm row
+    ("gemm_i8", "sm_90", "jax_aiter_gemm_i8_split_t16x128"),
+    ("gemm_fp8_mi350", "gfx950", "f8_block_scale_mi350_x32"),
+    ("flatmm_fp8", "gfx942", "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32"),
+    ("gemm_fp4", "gfx950", "f4gemm_bf16_per1x32Fp4_BpreShuffle"),
+])
+def test_plan_tool_quantized_ops(op, arch, symbol):
+    """Each quantized GEMM has a jax-aiter-plan command: a decode shape's chosen kernel."""
+    plan = _plan_cli(op, "--m", "16", "--n", "4096", "--k", "4096", "--arch", arch)
+    symbols = [s["launch"]["symbol"] for s in plan["chosen"]["plan"]["steps"] if "launch" in s]
+    assert any(symbol in s for s in symbols), (op, arch, symbols)
