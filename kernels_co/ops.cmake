@@ -21,3 +21,8 @@ set(JAX_AITER_FAMILY_aiter_fmha_v3_LIST jax_aiter/kernels/shared/aiter_fmha_v3.h
 set(JAX_AITER_OP_gemm_i8_MODULES gemm_i8)
 set(JAX_AITER_OP_gemm_i8_AITER aiter_i8gemm)
 set(JAX_AITER_FAMILY_aiter_i8gemm_LIST jax_aiter/kernels/shared/aiter_i8gemm.h)
+
+set(JAX_AITER_OP_gemm_fp8bs_MODULES gemm_fp8bs)
+set(JAX_AITER_OP_gemm_fp8bs_AITER aiter_fp8gemm_blockscale)
+set(JAX_AITER_FAMILY_aiter_fp8gemm_blockscale_LIST
+    jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.h)

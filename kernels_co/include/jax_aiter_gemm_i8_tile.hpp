@@ -36,10 +36,11 @@ struct MfmaI8WaveTile {
   static constexpr int kPairs = BKBytes / 2;
   static constexpr int kMI = Wave::kMI, kNJ = Wave::kNJ, kSteps = Wave::kSteps;  // 32-byte steps
 
-  // One 32-byte k-step of the wave tile at (wm0, wn0): Op::mma(a, b, acc) on each 16x16 block.
-  template <class Op>
+  // One 32-byte k-step of the wave tile at (wm0, wn0): Op::mma(a, b, acc) on each 16x16 block
+  // (Acc: int for the i8 instruction, float for the fp8 one, whose fragments are the same).
+  template <class Op, class Acc>
   JA_HD static void step(const uint16_t* sa, const uint16_t* sb, int wm0, int wn0, int kk, int lane,
-                         int (&acc)[kMI][kNJ][4]) {
+                         Acc (&acc)[kMI][kNJ][4]) {
     Frag4 a[kMI], b[kNJ];
     const int a0 = Wave::frag_offset(wm0, lane) ^ (16 * kk);
     const int b0 = Wave::frag_offset(wn0, lane) ^ (16 * kk);
@@ -228,11 +229,18 @@ JA_DEVICE void atomic_add_bf16(uint16_t* p, float v) {
   } while (old != assumed);
 }
 
-template <int BM, int BN, int BK, int THREADS>
+// Nothing to do after a k-tile (GemmI8Tile::run's default hook).
+struct NoKTileHook {
+  JA_DEVICE void operator()(int) const {}
+};
+
+// WarpTile: the warp's accumulators and tensor-core steps (I8WarpTile; the FP8 block-scale GEMM
+// passes its own, jax_aiter_gemm_fp8bs_tile.hpp, over the same 8-bit operand tiles).
+template <int BM, int BN, int BK, int THREADS, template <int, int, int> class WarpTile = I8WarpTile>
 struct GemmI8Tile {
   static constexpr int kWarps = THREADS / kWarp;
   using Warps = WarpLayout<BM, BN, kWarps, kMmaNGrain>;
-  using Tile = I8WarpTile<BK, Warps::TM, Warps::TN>;
+  using Tile = WarpTile<BK, Warps::TM, Warps::TN>;
   static constexpr int kRun = Tile::kRun;
   using Layout = TileLayout<BK / 2>;
   static_assert(BK % 32 == 0, "whole 32-byte k-steps");
@@ -248,10 +256,11 @@ struct GemmI8Tile {
 
   // a: row 0 of the tile (row r at a + r * lda); b: the shuffled weight of K columns, the tile's
   // rows n0 .. n0 + rows_b. [k_begin, k_end): multiples of 32. Every thread calls it; it ends with
-  // a barrier.
+  // a barrier. after(kt) runs once each k-tile kt has been multiplied in.
+  template <class After = NoKTileHook>
   JA_DEVICE void run(uint16_t* smem, const unsigned char* a, int64_t lda, int rows_a,
-                     const unsigned char* b, int64_t K, int n0, int rows_b, int k_begin,
-                     int k_end) {
+                     const unsigned char* b, int64_t K, int n0, int rows_b, int k_begin, int k_end,
+                     After after = {}) {
     const int tid = thread_id();
     const int warp = tid / kWarp;
     tile.init(Warps::m0(warp), Warps::n0(warp), tid % kWarp);
@@ -304,6 +313,7 @@ struct GemmI8Tile {
     for (int kt = 0; kt < ktiles; ++kt) {
       if (kt + 1 < ktiles) load(kt + 1);
       compute_stage(smem, kt & 1);
+      after(kt);
       if (kt + 1 < ktiles) store((kt + 1) & 1);
       barrier();
     }

@@ -4,6 +4,7 @@
 #include "jax_aiter/ffi/attention.hpp"
 #include "jax_aiter/ffi/exports.hpp"
 #include "jax_aiter/ffi/gemm.hpp"
+#include "jax_aiter/ffi/gemm_fp8bs.hpp"
 #include "jax_aiter/ffi/gemm_i8.hpp"
 #include "jax_aiter/ffi/registry.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
@@ -12,6 +13,7 @@
 #include "jax_aiter/host_twins/aiter_fmha_v3.hpp"
 #include "jax_aiter/host_twins/attention.hpp"
 #include "jax_aiter/host_twins/gemm.hpp"
+#include "jax_aiter/host_twins/gemm_fp8bs.hpp"
 #include "jax_aiter/host_twins/gemm_i8.hpp"
 #include "jax_aiter/host_twins/rmsnorm.hpp"
 #include "jax_aiter/runtime/host.hpp"
@@ -34,6 +36,7 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_bwd, ops::RmsNormBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_rms_norm_with_add_bwd, ops::RmsNormWithAddBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm, ops::Gemm, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_i8, ops::GemmI8, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_fp8_blockscale, ops::GemmFp8Bs, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_fwd, ops::FlashAttnFwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_bwd, ops::FlashAttnBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_attn_dropout_mask, ops::AttnDropoutMask, Backend);

@@ -10,6 +10,7 @@ from jax_aiter._ffi import (JaxAiterUnavailableError, check_aiter, plan, registe
                             registered_platforms, set_aiter_root)
 from jax_aiter.attention import dropout_mask, flash_attn_func, flash_attn_varlen
 from jax_aiter.gemm import gemm
+from jax_aiter.gemm_fp8 import FP8BS_LAYOUT, gemm_fp8_blockscale, quantize_fp8_blocks
 from jax_aiter.quant import (ShuffledWeight, fp8_dtype, gemm_i8, quantize_per_channel,
                              quantize_per_token, shuffle_weight, unshuffle_weight)
 from jax_aiter.rmsnorm import rms_norm, rms_norm_with_add
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Dispatch",
+    "FP8BS_LAYOUT",
     "JaxAiterUnavailableError",
     "ShuffledWeight",
     "check_aiter",
@@ -26,8 +28,10 @@ __all__ = [
     "flash_attn_varlen",
     "fp8_dtype",
     "gemm",
+    "gemm_fp8_blockscale",
     "gemm_i8",
     "plan",
+    "quantize_fp8_blocks",
     "quantize_per_channel",
     "quantize_per_token",
     "register",

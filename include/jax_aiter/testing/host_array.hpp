@@ -34,16 +34,19 @@ inline XLA_FFI_DataType xla_type(DType t) {
     case DType::kI32: return XLA_FFI_DataType_S32;
     case DType::kU8: return XLA_FFI_DataType_U8;
     case DType::kI8: return XLA_FFI_DataType_S8;
+    case DType::kF8E4M3FN: return XLA_FFI_DataType_F8E4M3FN;
+    case DType::kF8E4M3FNUZ: return XLA_FFI_DataType_F8E4M3FNUZ;
     default: return XLA_FFI_DataType_INVALID;
   }
 }
 
 inline size_t elem_bytes(DType t) {
   if (t == DType::kF32 || t == DType::kI32) return 4;
-  return t == DType::kU8 || t == DType::kI8 ? 1 : 2;
+  return t == DType::kU8 || t == DType::kI8 || t == DType::kF8E4M3FN || t == DType::kF8E4M3FNUZ ? 1
+                                                                                                : 2;
 }
 
-// A host array of bf16, f16, f32 (values) or u8/i32 (raw bytes).
+// A host array of bf16, f16, f32 (values) or u8/i8/i32/fp8 (raw bytes).
 struct Array {
   DType dtype;
   std::vector<int64_t> dims;
