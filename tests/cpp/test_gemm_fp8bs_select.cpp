@@ -145,10 +145,9 @@ TEST(Fp8BsSelection, WorkedExamples) {
   Expected b = ours(4096, 4096, 4096, Arch::kGfx950, 256);
   EXPECT_EQ(b.split, 1);
   EXPECT_EQ(b.name, "fp8gemm_bf16_blockscale_BpreShuffle_128x128");  // 1024 tiles: 4 full rounds
-  // DeepSeek-V3-like: M 96, N 7168 = 56 blocks, K 2048 on 304 CUs: 56 tiles with any tile_m >= 96;
-  // split 5 (chunks of 512, 4 splits, corrected) is invalid; split 4 gives 224, 80 idle; split 5
-  // corrects to 4, so split 4 wins with the 96x128 tile? No: 128x128 has the same tile count and a
-  // higher efficiency.
+  // M 96, N 7168 (56 column blocks), K 2048 on 304 CUs: with tile M >= 96, 56 tiles; split 4
+  // (chunks of 512) fills 224 CUs in one round, 80 idle (split 5 corrects to 4, 6 needs two
+  // rounds); 48x128 with split 2 ties on rounds and idle CUs, and 128x128's efficiency wins.
   Expected c = ours(96, 7168, 2048, Arch::kGfx942, 304);
   EXPECT_EQ(c.name, "fp8gemm_bf16_blockscale_BpreShuffle_128x128");
   EXPECT_EQ(c.split, 4);
