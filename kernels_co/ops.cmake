@@ -33,3 +33,8 @@ set(JAX_AITER_FAMILY_aiter_flatmm_LIST jax_aiter/kernels/shared/aiter_flatmm.h)
 set(JAX_AITER_OP_gemm_fp4_MODULES gemm_fp4)
 set(JAX_AITER_OP_gemm_fp4_AITER aiter_f4gemm)
 set(JAX_AITER_FAMILY_aiter_f4gemm_LIST jax_aiter/kernels/shared/aiter_f4gemm.h)
+
+set(JAX_AITER_OP_gemm_fp8bs_MODULES gemm_fp8bs)
+set(JAX_AITER_OP_gemm_fp8bs_AITER aiter_fp8gemm_blockscale)
+set(JAX_AITER_FAMILY_aiter_fp8gemm_blockscale_LIST
+    jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.h)

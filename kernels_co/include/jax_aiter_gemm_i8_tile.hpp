@@ -36,8 +36,8 @@ struct MfmaI8WaveTile {
   static constexpr int kPairs = BKBytes / 2;
   static constexpr int kMI = Wave::kMI, kNJ = Wave::kNJ, kSteps = Wave::kSteps;  // 32-byte steps
 
-  // One 32-byte k-step of the wave tile at (wm0, wn0): Op::mma(a, b, acc) on each 16x16 block.
-  // Acc: int (i8) or float (fp8, jax_aiter_gemm_fp8_tile.hpp).
+  // One 32-byte k-step of the wave tile at (wm0, wn0): Op::mma(a, b, acc) on each 16x16 block
+  // (Acc: int for the i8 instruction, float for the fp8 one, whose fragments are the same).
   template <class Op, class Acc>
   JA_HD static void step(const uint16_t* sa, const uint16_t* sb, int wm0, int wn0, int kk, int lane,
                          Acc (&acc)[kMI][kNJ][4]) {
@@ -229,8 +229,14 @@ JA_DEVICE void atomic_add_bf16(uint16_t* p, float v) {
   } while (old != assumed);
 }
 
-// WarpTile: the per-warp accumulators and tensor-core k-steps (I8WarpTile; the FP8 GEMMs pass
-// their own, jax_aiter_gemm_fp8_tile.hpp): the loading below is the same for any 1-byte operand.
+// Nothing to do after a k-tile (GemmI8Tile::run's default hook).
+struct NoKTileHook {
+  JA_DEVICE void operator()(int) const {}
+};
+
+// WarpTile: the warp's accumulators and tensor-core steps (I8WarpTile; the FP8 GEMMs pass their
+// own, jax_aiter_gemm_fp8bs_tile.hpp and jax_aiter_gemm_fp8_tile.hpp, over the same 8-bit operand
+// tiles).
 template <int BM, int BN, int BK, int THREADS, template <int, int, int> class WarpTile = I8WarpTile>
 struct GemmI8Tile {
   static constexpr int kWarps = THREADS / kWarp;
@@ -251,10 +257,11 @@ struct GemmI8Tile {
 
   // a: row 0 of the tile (row r at a + r * lda); b: the shuffled weight of K columns, the tile's
   // rows n0 .. n0 + rows_b. [k_begin, k_end): multiples of 32. Every thread calls it; it ends with
-  // a barrier.
+  // a barrier. after(kt) runs once each k-tile kt has been multiplied in.
+  template <class After = NoKTileHook>
   JA_DEVICE void run(uint16_t* smem, const unsigned char* a, int64_t lda, int rows_a,
-                     const unsigned char* b, int64_t K, int n0, int rows_b, int k_begin,
-                     int k_end) {
+                     const unsigned char* b, int64_t K, int n0, int rows_b, int k_begin, int k_end,
+                     After after = {}) {
     const int tid = thread_id();
     const int warp = tid / kWarp;
     tile.init(Warps::m0(warp), Warps::n0(warp), tid % kWarp);
@@ -307,6 +314,7 @@ struct GemmI8Tile {
     for (int kt = 0; kt < ktiles; ++kt) {
       if (kt + 1 < ktiles) load(kt + 1);
       compute_stage(smem, kt & 1);
+      after(kt);
       if (kt + 1 < ktiles) store((kt + 1) & 1);
       barrier();
     }

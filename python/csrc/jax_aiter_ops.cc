@@ -7,6 +7,7 @@
 #include "jax_aiter/ffi/gemm.hpp"
 #include "jax_aiter/ffi/gemm_fp4.hpp"
 #include "jax_aiter/ffi/gemm_fp8_mi350.hpp"
+#include "jax_aiter/ffi/gemm_fp8bs.hpp"
 #include "jax_aiter/ffi/gemm_i8.hpp"
 #include "jax_aiter/ffi/registry.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
@@ -18,6 +19,7 @@
 #include "jax_aiter/host_twins/gemm.hpp"
 #include "jax_aiter/host_twins/gemm_fp4.hpp"
 #include "jax_aiter/host_twins/gemm_fp8_mi350.hpp"
+#include "jax_aiter/host_twins/gemm_fp8bs.hpp"
 #include "jax_aiter/host_twins/gemm_i8.hpp"
 #include "jax_aiter/host_twins/rmsnorm.hpp"
 #include "jax_aiter/runtime/host.hpp"
@@ -43,6 +45,7 @@ JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_i8, ops::GemmI8, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_fp8_mi350, ops::GemmFp8Mi350, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flatmm_fp8, ops::FlatmmFp8, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_fp4, ops::GemmFp4, Backend);
+JAX_AITER_DEFINE_HANDLER(jax_aiter_gemm_fp8_blockscale, ops::GemmFp8Bs, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_fwd, ops::FlashAttnFwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_flash_attn_bwd, ops::FlashAttnBwd, Backend);
 JAX_AITER_DEFINE_HANDLER(jax_aiter_attn_dropout_mask, ops::AttnDropoutMask, Backend);

@@ -13,6 +13,7 @@ from jax_aiter.flatmm import flatmm_fp8
 from jax_aiter.gemm import gemm
 from jax_aiter.gemm_fp4 import (dequantize_mxfp4, e8m0_shuffle, e8m0_unshuffle, gemm_fp4,
                                quantize_mxfp4, shuffle_fp4_weight)
+from jax_aiter.gemm_fp8 import FP8BS_LAYOUT, gemm_fp8_blockscale
 from jax_aiter.gemm_fp8_mi350 import gemm_fp8_mi350
 from jax_aiter.quant import (ShuffledWeight, fp8_dtype, gemm_i8, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, quantize_per_channel,
@@ -23,6 +24,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Dispatch",
+    "FP8BS_LAYOUT",
+    "FP8BS_LAYOUT",
     "JaxAiterUnavailableError",
     "ShuffledWeight",
     "check_aiter",
@@ -36,6 +39,7 @@ __all__ = [
     "fp8_dtype",
     "gemm",
     "gemm_fp4",
+    "gemm_fp8_blockscale",
     "gemm_fp8_mi350",
     "gemm_i8",
     "plan",

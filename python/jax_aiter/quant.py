@@ -44,9 +44,9 @@ import numpy as np
 from jax_aiter import _call
 from jax_aiter._call import Dispatch, Static
 
-__all__ = ["I8_LAYOUT", "ShuffledWeight", "fp8_dtype", "gemm_i8", "quantize_fp8_per_block",
-           "quantize_fp8_per_token_block", "quantize_per_channel", "quantize_per_token",
-           "register_layout", "shuffle_weight", "unshuffle_weight"]
+__all__ = ["I8_LAYOUT", "ShuffledWeight", "fp8_dtype", "gemm_i8", "quantize_fp8_blocks",
+           "quantize_fp8_per_block", "quantize_fp8_per_token_block", "quantize_per_channel",
+           "quantize_per_token", "register_layout", "shuffle_weight", "unshuffle_weight"]
 
 # The layout AITER's INT8 GEMM kernels read (include/jax_aiter/kernels/shared/aiter_i8gemm.h).
 I8_LAYOUT = (16, 16)
@@ -150,22 +150,46 @@ def fp8_dtype(arch: str | None = None):
 FP8_BLOCK = 128  # the K (and weight N) block of the fp8 block-scale GEMMs
 
 
-def _quantize_fp8_blocks(x, br, dtype, what):
-    """Symmetric fp8 per (br rows x 128 columns) block of x [R, K] -> (fp8 [R, K], f32
-    [R/br, K/128]); scale = max |x| over the block / the format's max (1 for an all-zero block)."""
-    dtype = fp8_dtype() if dtype is None else dtype
+def quantize_fp8_blocks(x, block=(1, FP8_BLOCK), dtype=None):
+    """Symmetric fp8 per block: ``x ~= q * scale`` with scale = max |x| / fp8 max over each
+    block (1 for an all-zero block).
+
+    ``block=(1, 128)`` (activations, per token): ``x [..., K]`` -> ``(fp8 [..., K],
+    f32 [..., K/128])``. ``block=(128, 128)`` (weights): ``x [..., R, C]`` -> ``(fp8 [..., R, C],
+    f32 [..., R/128, C/128])``. The blocked dims must be multiples of the block. ``dtype``: the
+    fp8 format (default ``jax_aiter.fp8_dtype()``, the device's).
+    """
+    dtype = fp8_dtype() if dtype is None else jnp.dtype(dtype)
+    br, bc = (int(v) for v in block)
+    x = jnp.asarray(x)
+    if br < 1 or bc < 1 or x.ndim < (1 if br == 1 else 2):
+        raise ValueError(f"quantize_fp8_blocks: block {tuple(block)} does not fit shape {x.shape}")
+    rows = x.shape[-2] if br > 1 else 1
+    cols = x.shape[-1]
+    if cols % bc != 0 or rows % br != 0:
+        raise ValueError(f"quantize_fp8_blocks: shape {x.shape} is not a multiple of the block "
+                         f"{tuple(block)} in its last {'two dims' if br > 1 else 'dim'}")
+    xf = x.astype(jnp.float32)
+    if br == 1:
+        blocks = xf.reshape(*x.shape[:-1], cols // bc, bc)
+        amax = jnp.max(jnp.abs(blocks), axis=-1, keepdims=True)
+    else:
+        blocks = xf.reshape(*x.shape[:-2], rows // br, br, cols // bc, bc)
+        amax = jnp.max(jnp.abs(blocks), axis=(-3, -1), keepdims=True)
+    fmax = float(jnp.finfo(dtype).max)
+    scale = jnp.where(amax > 0, amax / fmax, 1.0).astype(jnp.float32)
+    q = jnp.clip(blocks / scale, -fmax, fmax).astype(dtype).reshape(x.shape)
+    return q, (scale.reshape(*x.shape[:-1], cols // bc) if br == 1 else
+               scale.reshape(*x.shape[:-2], rows // br, cols // bc))
+
+
+def _check_fp8_blocks(x, br, what):
     x = jnp.asarray(x)
     if x.ndim != 2 or x.shape[0] % br or x.shape[1] % FP8_BLOCK:
         want = ("a weight [N, K] with N and K multiples of 128" if br > 1 else
                 "x [M, K] with K % 128 == 0")
         raise ValueError(f"{what}: expected {want}, got shape {x.shape}")
-    r, k = x.shape
-    xb = x.astype(jnp.float32).reshape(r // br, br, k // FP8_BLOCK, FP8_BLOCK)
-    top = float(jnp.finfo(dtype).max)
-    amax = jnp.max(jnp.abs(xb), axis=(1, 3), keepdims=True)
-    scale = jnp.where(amax > 0, amax / top, 1.0).astype(jnp.float32)
-    q = jnp.clip(xb / scale, -top, top).astype(dtype).reshape(r, k)
-    return q, scale[:, 0, :, 0]
+    return x
 
 
 def quantize_fp8_per_token_block(x, dtype=None):
@@ -173,14 +197,16 @@ def quantize_fp8_per_token_block(x, dtype=None):
     ``(fp8 [M, K], f32 scale [M, K/128])``, x ~= q * scale[m, k // 128]. ``dtype``: the fp8
     format, default ``fp8_dtype()`` (the device's). The FP8 GEMMs that read the scale
     K-block-major (``gemm_fp8_mi350``, ``flatmm_fp8``) take ``scale.T``."""
-    return _quantize_fp8_blocks(x, 1, dtype, "quantize_fp8_per_token_block")
+    x = _check_fp8_blocks(x, 1, "quantize_fp8_per_token_block")
+    return quantize_fp8_blocks(x, (1, FP8_BLOCK), dtype)
 
 
 def quantize_fp8_per_block(w, dtype=None):
     """fp8 per 128 x 128 block of a weight ``w [N, K]`` (N, K % 128 == 0) -> ``(fp8 [N, K],
     f32 scale [N/128, K/128])``, w ~= q * scale[n // 128, k // 128]. ``flatmm_fp8`` takes
     ``scale.T``."""
-    return _quantize_fp8_blocks(w, FP8_BLOCK, dtype, "quantize_fp8_per_block")
+    w = _check_fp8_blocks(w, FP8_BLOCK, "quantize_fp8_per_block")
+    return quantize_fp8_blocks(w, (FP8_BLOCK, FP8_BLOCK), dtype)
 
 
 def _quantize_rows(x, axis):

@@ -42,11 +42,11 @@ inline XLA_FFI_DataType xla_type(DType t) {
 
 inline size_t elem_bytes(DType t) {
   if (t == DType::kF32 || t == DType::kI32) return 4;
-  if (t == DType::kF8E4M3FN || t == DType::kF8E4M3FNUZ) return 1;  // raw codes: set bytes
-  return t == DType::kU8 || t == DType::kI8 ? 1 : 2;
+  return t == DType::kU8 || t == DType::kI8 || t == DType::kF8E4M3FN || t == DType::kF8E4M3FNUZ ? 1
+                                                                                                : 2;
 }
 
-// A host array of bf16, f16, f32 (values) or u8/i32 (raw bytes).
+// A host array of bf16, f16, f32 (values) or u8/i8/i32/fp8 (raw bytes).
 struct Array {
   DType dtype;
   std::vector<int64_t> dims;

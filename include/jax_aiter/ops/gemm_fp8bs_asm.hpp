@@ -1,0 +1,192 @@
+// The ASM tier of aiter.gemm_fp8_blockscale: AITER's FP8 block-scale GEMM kernels
+// (kernels/aiter/fp8gemm_blockscale.hpp), chosen by AITER's CU-rounds heuristic as it is meant to
+// work, over the rows in table order, and packed as AITER packs them.
+//
+// The rule (restated from get_heuristic_kernel in AITER's asm_a8w8_blockscale_bpreshuffle.cu at
+// e4048607a535; our aiter-facts ABI-AND-RULES.md section 4.2):
+//  - the fp8 operands must be the format the planned kernels read (ops/fp8_format.hpp);
+//  - candidates are the six rows (all may split; tile N = 128 divides N, which validate()
+//    demands);
+//  - each candidate is tried with every valid split s in 1..16: a split's K chunk is
+//    roundup(ceil(K / s), 128), and s is valid when ceil(K / chunk) == s (AITER corrects an
+//    invalid split to that count; here only the corrected splits are scored, once);
+//  - (row, split) pairs are compared by CU rounds = ceil(tiles * s / cus), tiles =
+//    ceil(M / tile_m) * N / 128, then idle CUs in the last round, then tile efficiency
+//    tile_m * tile_n / (tile_m + tile_n) (higher is better, compared exactly); the first in table
+//    order (ascending tile_m), then the smaller split, wins what is still tied;
+//  - a forced kernel (AITER's kernelName) runs split 1 unless splitk says otherwise; a forced
+//    split must be valid as above.
+// Where ours differs from AITER's (README, "FP8 block-scale GEMM"):
+//  - AITER's heuristic sets k_split = splitK ?: 1 and scores only that split, so its automatic
+//    path never splits K (not even a decode GEMM on 304 CUs). We score splits 1..16;
+//  - AITER visits rows in std::unordered_map order and takes a later row of equal rounds when it
+//    has fewer idle CUs OR a higher efficiency than the best so far, so ties depend on hash order
+//    (54-62% of a shape grid). Ours is the lexicographic order above;
+//  - AITER's efficiency is float(tm * tn / (tm + tn)) in integer division (25, 34, 42, 49, 54,
+//    64 for the six tiles). Truncation changes no comparison among these six; we compare the
+//    exact ratios;
+//  - no bias operand: the kernels read BIAS regardless (AITER's Python passes a cached zero
+//    buffer); the plan passes a zeroed workspace piece.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/core/verdict.hpp"
+#include "jax_aiter/kernels/aiter/fp8gemm_blockscale.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_rules.hpp"
+#include "jax_aiter/ops/fp8_format.hpp"
+#include "jax_aiter/ops/gemm_fp8bs_params.hpp"
+
+namespace jax_aiter::ops {
+
+struct AiterFp8BsQuery {
+  int64_t m = 0, n = 0, k = 0;
+  Arch arch = Arch::kGfx942;
+  int compute_units = 304;
+  std::string_view kernel;  // forced row, by symbol or short name ("" = heuristic)
+  int64_t splitk = -1;      // forced split (-1 = heuristic; 0 = 1)
+};
+
+struct AiterFp8BsChoice {
+  const kernels::AiterFp8BsRow* row = nullptr;
+  int split = 1;
+};
+
+namespace gemm_fp8bs_asm_detail {
+
+namespace A = kernels::aiter_fp8bs;
+
+// Whether `split` K splits of 128-multiples cover K with none empty (AITER's corrected split).
+constexpr bool valid_split(int64_t k, int64_t split) {
+  return split >= 1 && ceil_div(k, A::split_chunk(k, split)) == split;
+}
+
+struct Score {
+  int64_t rounds, idle;
+  int tm, tn;
+
+  // Strictly better: fewer rounds, then fewer idle CUs, then higher efficiency.
+  constexpr bool better_than(const Score& o) const {
+    if (rounds != o.rounds) return rounds < o.rounds;
+    if (idle != o.idle) return idle < o.idle;
+    return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
+  }
+};
+
+constexpr Score score(const kernels::AiterFp8BsRow& r, const AiterFp8BsQuery& q, int64_t split) {
+  const int64_t tiles = ceil_div(q.m, r.tile_m) * (q.n / r.tile_n);
+  const auto [rounds, idle] = aiter_rules::cu_rounds(tiles * split, q.compute_units);
+  return {rounds, idle, r.tile_m, r.tile_n};
+}
+
+}  // namespace gemm_fp8bs_asm_detail
+
+// AITER's FP8 block-scale row and split for a call, or why none runs it.
+constexpr Verdict select_aiter_fp8bs(const AiterFp8BsQuery& q, AiterFp8BsChoice* out) {
+  using namespace gemm_fp8bs_asm_detail;
+  if (!aiter_rules::aiter_arch(q.arch)) return aiter_rules::not_aiter_arch();
+  if (q.k % A::kScaleK != 0) return Verdict::no("K = {} is not a multiple of 128", q.k);
+  if (q.compute_units < 1) return Verdict::no("no compute units");
+  const int64_t forced_split = q.splitk == 0 ? 1 : q.splitk;  // AITER: splitK ?: 1
+  if (forced_split > 0 && !valid_split(q.k, forced_split)) {
+    return Verdict::no(
+        "split {} does not cut K = {} into 128-multiples with none empty (chunks of {})",
+        forced_split, q.k, A::split_chunk(q.k, forced_split));
+  }
+  if (!q.kernel.empty()) {
+    for (const auto& r : kernels::kAiterFp8BsRows) {
+      if (!r.on(q.arch) || !aiter_rules::names(r, q.kernel)) continue;
+      if (q.n % r.tile_n != 0) {
+        return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
+                           r.tile_n);
+      }
+      *out = {&r, static_cast<int>(forced_split > 0 ? forced_split : 1)};
+      return Verdict::yes();
+    }
+    return Verdict::no("the forced kernel is not an fp8gemm_blockscale row for this arch");
+  }
+  const kernels::AiterFp8BsRow* best = nullptr;
+  Score best_score{};
+  int64_t best_split = 1;
+  for (const auto& r : kernels::kAiterFp8BsRows) {
+    if (!r.on(q.arch) || q.n % r.tile_n != 0) continue;
+    const int64_t first = forced_split > 0 ? forced_split : 1;
+    const int64_t last = forced_split > 0 ? forced_split : A::kMaxSplit;
+    for (int64_t split = first; split <= last; ++split) {
+      if (!valid_split(q.k, split)) continue;
+      const Score s = score(r, q, split);
+      if (best == nullptr || s.better_than(best_score)) {
+        best = &r;
+        best_score = s;
+        best_split = split;
+      }
+    }
+  }
+  if (best == nullptr) return Verdict::no("N = {} is not a multiple of 128", q.n);
+  *out = {best, static_cast<int>(best_split)};
+  return Verdict::yes();
+}
+
+struct GemmFp8BsAsmTier {
+  static constexpr std::string_view kName = "asm";
+  static constexpr bool kRunsAiterCode = true;
+
+  static AiterFp8BsQuery query(const GemmFp8BsParams& p, const Target& t) {
+    return {p.m(), p.n(), p.k(), t.arch, t.compute_units, p.kernel, p.splitk};
+  }
+
+  static Verdict supports(const GemmFp8BsParams& p, const Target& t) {
+    if (Verdict v = reads_fp8(p.a.dtype, t); !v.ok()) return v;
+    AiterFp8BsChoice choice;
+    return select_aiter_fp8bs(query(p, t), &choice);
+  }
+
+  // As AITER's gemm_a8w8_blockscale_bpreshuffle_asm packs it, every field written (the rest of
+  // the slots zero but for the host twins' format byte).
+  static void plan(const GemmFp8BsParams& p, const Target& t, kernels::Plan& plan) {
+    namespace A = kernels::aiter_fp8bs;
+    AiterFp8BsChoice c;
+    (void)select_aiter_fp8bs(query(p, t), &c);
+    const kernels::AiterFp8BsRow& r = *c.row;
+    const auto m = static_cast<uint32_t>(p.m()), n = static_cast<uint32_t>(p.n()),
+               k = static_cast<uint32_t>(p.k());
+    kernels::AiterFp8BsArgs args{};
+    args.C = p.out.data;
+    args.A = p.a.data;
+    args.B = p.b.data;
+    args.SA = p.a_scale.data;
+    args.SB = p.b_scale.data;
+    args.M = m;
+    args.N = n;
+    args.K = k;
+    args.lda = k;  // elements (= bytes)
+    args.ldb = k;
+    args.ldc = n * 2;  // bytes
+    args.ks = static_cast<uint32_t>(c.split);
+    args.scale_m = m;
+    args.scale_n = n / A::kScaleN;
+    args.scale_k = k / A::kScaleK;
+    args.scale_k.pad[0] = std::byte{p.a.dtype == DType::kF8E4M3FNUZ ? uint8_t{A::kFormatFnuz}
+                                                                    : uint8_t{A::kFormatFn}};
+    // The kernels read BIAS always: a zeroed f32 [N] stands in.
+    const int zero = plan.workspace.add("zero_bias", int64_t{n} * 4);
+    args.BIAS = plan.piece(zero);
+    plan.memset(plan.piece(zero), uint64_t{n} * 4, 0, "zero_bias");
+    if (c.split > 1) {
+      // The splits add their partial products into out atomically: it must start at zero.
+      plan.memset(p.out.data, uint64_t{m} * n * 2, 0, "out");
+    }
+    const kernels::Dim3 grid{static_cast<uint32_t>(n / r.tile_n * c.split),
+                             static_cast<uint32_t>(ceil_div(m, r.tile_m)), 1};
+    plan.launch(r.kernel, grid, {A::kBlockThreads, 1, 1}, args);
+    plan.note("tile_m", r.tile_m);
+    plan.note("tile_n", r.tile_n);
+    plan.note("split", c.split);
+  }
+};
+
+}  // namespace jax_aiter::ops
