@@ -70,6 +70,12 @@ def _fp8_blocks(x, w):
     return xq, sx, wq, sw, (xd.astype(BF16), wd.astype(BF16))
 
 
+def prep_fp8_blockscale(x, w):
+    xq, sx, wq, sw, deq = _fp8_blocks(x, w)
+    args = (xq, jax_aiter.shuffle_weight(wq, jax_aiter.FP8BS_LAYOUT), sx, sw)
+    return args, jax_aiter.gemm_fp8_blockscale, deq, wq.size
+
+
 def prep_fp8_mi350(x, w):
     xq, sx, wq, sw, deq = _fp8_blocks(x, w)
     return ((xq, jax_aiter.shuffle_weight(wq), sx.T, sw), jax_aiter.gemm_fp8_mi350, deq, wq.size)
@@ -90,7 +96,8 @@ def prep_fp4(x, w):
     return args, jax_aiter.gemm_fp4, deq, wq.size + ws.size
 
 
-OPS = {"i8": prep_i8, "fp8_mi350": prep_fp8_mi350, "flatmm_fp8": prep_flatmm, "fp4": prep_fp4}
+OPS = {"i8": prep_i8, "fp8_blockscale": prep_fp8_blockscale, "fp8_mi350": prep_fp8_mi350,
+       "flatmm_fp8": prep_flatmm, "fp4": prep_fp4}
 # Shapes an op's portable sm_90 kernel is too slow to time within a run: (op, M x N x K).
 SKIP = {("fp4", (8192, 8192, 8192))}  # FMA-only FP4 kernel (no tensor cores yet): ~0.1 s a call
 

@@ -29,6 +29,7 @@ from jax_aiter.attention import describe as _describe_attention
 from jax_aiter.flatmm import describe as _describe_flatmm
 from jax_aiter.gemm import describe as _describe_gemm
 from jax_aiter.gemm_fp4 import describe as _describe_fp4
+from jax_aiter.gemm_fp8 import describe as _describe_fp8bs
 from jax_aiter.gemm_fp8_mi350 import describe as _describe_fp8_mi350
 from jax_aiter.quant import describe as _describe_i8
 from jax_aiter.rmsnorm import describe as _describe_rms_norm
@@ -43,6 +44,8 @@ def _fp8_name(arch: str) -> str:
 _QUANTIZED = {
     "gemm_i8": ("aiter.gemm_i8", lambda a: _describe_i8(a.m, a.n, a.k, a.bias, a.kernel,
                                                         a.splitk)),
+    "gemm_fp8_blockscale": ("aiter.gemm_fp8_blockscale", lambda a: _describe_fp8bs(
+        a.m, a.n, a.k, a.kernel, a.splitk, _fp8_name(a.asm_arch or a.arch))),
     "gemm_fp8_mi350": ("aiter.gemm_fp8_mi350", lambda a: _describe_fp8_mi350(
         a.m, a.n, a.k, a.kernel, _fp8_name(a.asm_arch or a.arch))),
     "flatmm_fp8": ("aiter.flatmm_fp8", lambda a: _describe_flatmm(
