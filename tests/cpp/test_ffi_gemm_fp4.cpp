@@ -245,6 +245,91 @@ TEST(GemmFp4Portable, AutoOnTheHostIsPortable) {
   EXPECT_TRUE(c.check());
 }
 
+// The decode kernels (M <= 16) through their twins: M 1..16 (d4 and d16), N odd (B plain) or a
+// multiple of 16 (not of 64), K from 1 to 130 32-blocks, so the 16 in-block K slices hold 0, 1,
+// 2 or 9 blocks each; every output poisoned first (a block the grid misses stays NaN).
+TEST(GemmFp4Decode, ValuesForOddShapes) {
+  const Shape shapes[] = {{1, 16, 64},  {1, 1, 576},    {2, 33, 1088},  {4, 48, 4160},
+                          {5, 17, 192}, {8, 272, 1024}, {13, 200, 576}, {16, 144, 4160},
+                          {16, 7, 64},  {3, 400, 2048}, {16, 32, 8192}, {9, 96, 320}};
+  uint64_t seed = 100;
+  int runs = 0;
+  for (const Shape& s : shapes) {
+    for (bool shuffled : {true, false}) {
+      if (shuffled && s.n % 16 != 0) continue;
+      Fp4Call c(s.m, s.n, s.k, seed++, shuffled);
+      const fake::CallResult r = c.call(Options().with_tier("portable"));
+      ASSERT_TRUE(r.ok()) << r.message;
+      EXPECT_TRUE(c.check()) << s.m << "x" << s.n << "x" << s.k << " shuffled " << shuffled;
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 19);
+}
+
+ops::GemmFp4Params decode_params(Fp4Call& c);
+
+// The plan: M <= 16 with B 16-byte aligned takes d4 (M <= 4) or d16, grid (ceil(N / 16), 1),
+// 256 threads, 16 slices; M 17, or B not 16-byte aligned, takes the tile kernels.
+TEST(GemmFp4Decode, PlanRule) {
+  const ja::Target host{ja::BackendKind::kHost, ja::Arch::kHost, 1};
+  const struct {
+    int64_t m, n;
+    std::string_view symbol;
+    uint32_t grid_x, grid_y;
+  } cases[] = {
+      {1, 4096, "jax_aiter_gemm_fp4_d4", 256, 1},  {4, 33, "jax_aiter_gemm_fp4_d4", 3, 1},
+      {5, 48, "jax_aiter_gemm_fp4_d16", 3, 1},     {16, 17, "jax_aiter_gemm_fp4_d16", 2, 1},
+      {17, 64, "jax_aiter_gemm_fp4_t16x64", 1, 2}, {64, 64, "jax_aiter_gemm_fp4_t64x64", 1, 1}};
+  for (const auto& cs : cases) {
+    Fp4Call c(cs.m, cs.n, 128, 3, cs.n % 16 == 0);
+    ops::GemmFp4Params p = decode_params(c);
+    ja::kernels::Plan plan;
+    ops::GemmFp4PortableTier::plan(p, host, plan);
+    ASSERT_EQ(plan.count, 1u);
+    const ja::kernels::Launch& l = plan.steps[0].launch;
+    EXPECT_EQ(l.kernel->symbol, cs.symbol) << cs.m << "x" << cs.n;
+    EXPECT_EQ(l.grid.x, cs.grid_x) << cs.m << "x" << cs.n;
+    EXPECT_EQ(l.grid.y, cs.grid_y) << cs.m << "x" << cs.n;
+    EXPECT_EQ(l.grid.z, 1u);
+    EXPECT_EQ(l.block.x, 256u);
+  }
+  // B one byte off 16-byte alignment: the tile kernel (the decode kernels load 16 bytes at once).
+  Fp4Call c(1, 64, 128, 4, false);
+  ops::GemmFp4Params p = decode_params(c);
+  std::vector<unsigned char> shifted(c.b.bytes.size() + 32);
+  unsigned char* base = shifted.data();
+  while (reinterpret_cast<uintptr_t>(base) % 16 != 1) ++base;
+  p.b.data = base;
+  ja::kernels::Plan plan;
+  ops::GemmFp4PortableTier::plan(p, host, plan);
+  ASSERT_EQ(plan.count, 1u);
+  EXPECT_EQ(plan.steps[0].launch.kernel->symbol, "jax_aiter_gemm_fp4_t16x64");
+}
+
+// The decode twin computes exactly its grid: one block column short leaves those 16 outputs of
+// each row unwritten (poisoned); the full grid then writes them all.
+TEST(GemmFp4Decode, TwinComputesItsGrid) {
+  const ja::Target host{ja::BackendKind::kHost, ja::Arch::kHost, 1};
+  Fp4Call c(3, 64, 4160, 21);
+  ops::GemmFp4Params p = decode_params(c);
+  ja::kernels::Plan plan;
+  ops::GemmFp4PortableTier::plan(p, host, plan);
+  ASSERT_EQ(plan.count, 1u);
+  ja::kernels::Launch launch = plan.steps[0].launch;
+  ASSERT_EQ(launch.grid.x, 4u);
+  launch.grid.x = 3;
+  const auto& kernel = ja::runtime::Host::resolve(0, *launch.kernel);
+  ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, kernel, launch).ok());
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_FALSE(std::isnan(c.out.at(r * 64 + 47)));
+    EXPECT_TRUE(std::isnan(c.out.at(r * 64 + 48)));
+  }
+  launch.grid.x = 4;
+  ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, kernel, launch).ok());
+  EXPECT_TRUE(c.check());
+}
+
 // ---- the ASM tier, through the ABI twins -----------------------------------------------------
 
 // Every row forced by name, unsplit and (rows that split) split 2 and 4; M a multiple of 32 but
@@ -307,6 +392,17 @@ ops::Tensor tensor(Array& arr) {
   t.rank = static_cast<int>(arr.dims.size());
   for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
   return t;
+}
+
+ops::GemmFp4Params decode_params(Fp4Call& c) {
+  ops::GemmFp4Params p;
+  p.a = tensor(c.a);
+  p.b = tensor(c.b);
+  p.a_scale = tensor(c.a_scale);
+  p.b_scale = tensor(c.b_scale);
+  p.out = tensor(c.out);
+  p.b_layout = c.shuffled && c.n % 16 == 0 ? "16x16" : "none";
+  return p;
 }
 
 // The plan as AITER packs it, every stride filled: the struct's fields, the grid, the memset.

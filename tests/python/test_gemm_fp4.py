@@ -231,6 +231,30 @@ def test_values(m, n, k, shuffled, dispatch):
         assert_fp4_close(f"{m}x{n}x{k}", out, a, w, sa, sb)
 
 
+# The decode kernels (portable tier, M <= 16: d4 for M <= 4, d16 above), through their twins: a
+# block per 16 rows of B, K split into 16 interleaved slices inside the block (0 to 17 32-blocks
+# each here), added in slice order; one bf16 rounding. N a multiple of 16 (not of 64) or, B plain,
+# not of 16.
+DECODE_CASES = [(1, 16, 576), (4, 48, 4160), (5, 272, 1088), (16, 144, 2112), (13, 80, 64),
+                (2, 1040, 8192), (3, 40, 640), (16, 17, 1024)]
+
+
+@pytest.mark.parametrize("m,n,k", DECODE_CASES)
+@pytest.mark.parametrize("shuffled", [True, False], ids=["shuffled", "plain"])
+def test_decode_kernels(m, n, k, shuffled):
+    if shuffled and n % 16:
+        pytest.skip("a shuffled B has N % 16 == 0")
+    operands, attrs = describe(m, n, k, shuffled, padded=False)  # the portable tier: M unpadded
+    plan = jax_aiter.plan("aiter.gemm_fp4", operands, {**attrs, **PORTABLE.attributes()}, "host")
+    notes = plan["chosen"]["plan"]["notes"]
+    assert (notes["tile_m"], notes["tile_n"], notes["split"]) == (4 if m <= 4 else 16, 16, 16)
+    rng = np.random.default_rng(m * 17 + n + k)
+    for _ in range(2):  # two data sets through one compiled function (poison.py)
+        a, w, sa, sb = _inputs(rng, m, n, k)
+        out = _run(a, w, sa, sb, PORTABLE, shuffled=shuffled)
+        assert_fp4_close(f"decode {m}x{n}x{k}", out, a, w, sa, sb)
+
+
 # The heuristic's own choice, planned for gfx950, run through the twins.
 ASM_CASES = [(1, 2048, 2048), (100, 768, 512), (640, 1024, 256), (64, 4096, 1024)]
 

@@ -50,24 +50,27 @@ struct Operands {
   int64_t K;
 };
 
+// sa * sb * (sum of the block's products) for out (r, c) and the 32-block starting at K index k.
+inline float block_term(const Operands& o, int64_t r, int64_t c, int64_t k) {
+  const int64_t kb_total = o.K / 2;
+  const uint8_t* ar = o.a + r * o.lda + k / 2;
+  const uint8_t* br =
+      o.b_shuffled ? o.b + L::shuffled_b_offset(c, k / 2, kb_total) : o.b + c * kb_total + k / 2;
+  float part = 0.f;
+  for (int e = 0; e < 16; ++e) {
+    part += e2m1(ar[e]) * e2m1(br[e]);
+    part += e2m1(ar[e] >> 4u) * e2m1(br[e] >> 4u);
+  }
+  const int64_t blk = k / L::kScaleBlock;
+  const float s = e8m0(o.sa[L::shuffled_scale_offset(r, blk, o.sa_stride)]) *
+                  e8m0(o.sb[L::shuffled_scale_offset(c, blk, o.sb_stride)]);
+  return part * s;
+}
+
 // sum over 32-blocks in [k0, k1) of sa * sb * (sum of the block's products), for out (r, c).
 inline float dot(const Operands& o, int64_t r, int64_t c, int64_t k0, int64_t k1) {
-  const int64_t kb_total = o.K / 2;
   float acc = 0.f;
-  for (int64_t k = k0; k < k1; k += L::kScaleBlock) {
-    const uint8_t* ar = o.a + r * o.lda + k / 2;
-    const uint8_t* br =
-        o.b_shuffled ? o.b + L::shuffled_b_offset(c, k / 2, kb_total) : o.b + c * kb_total + k / 2;
-    float part = 0.f;
-    for (int e = 0; e < 16; ++e) {
-      part += e2m1(ar[e]) * e2m1(br[e]);
-      part += e2m1(ar[e] >> 4u) * e2m1(br[e] >> 4u);
-    }
-    const int64_t blk = k / L::kScaleBlock;
-    const float s = e8m0(o.sa[L::shuffled_scale_offset(r, blk, o.sa_stride)]) *
-                    e8m0(o.sb[L::shuffled_scale_offset(c, blk, o.sb_stride)]);
-    acc += part * s;
-  }
+  for (int64_t k = k0; k < k1; k += L::kScaleBlock) acc += block_term(o, r, c, k);
   return acc;
 }
 
@@ -94,6 +97,46 @@ void gemm_fp4(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Di
       for (int64_t r = int64_t{y} * BM; r < std::min<int64_t>(a.M, (y + 1) * int64_t{BM}); ++r) {
         for (int64_t c = int64_t{x} * BN; c < std::min<int64_t>(a.N, (x + 1) * int64_t{BN}); ++c) {
           out[r * a.N + c] = float_to_bf16(dot(o, r, c, 0, a.K));
+        }
+      }
+    }
+  }
+}
+
+// Our decode kernel with BM out rows a block (kernels/shared/gemm_fp4.h): block (x, y) computes
+// rows [y*BM, +BM) and B rows [x*16, +16), clipped to M and N, over all of K split into 16
+// interleaved slices (slice s: the 32-blocks kb = s + 16 i, in K order), the slice sums added in
+// slice order. (U, the chunks a thread loads a stage, changes no sum.)
+template <int BM>
+void gemm_fp4_decode(const kernels::KernelArgs& packed, kernels::Dim3 grid,
+                     kernels::Dim3 /*block*/) {
+  using namespace gemm_fp4_detail;
+  constexpr int64_t kRows = kernels::kGemmFp4DecodeRows, kSlices = kernels::kGemmFp4DecodeSlices;
+  const auto a = packed.unpack<kernels::GemmFp4Args>();
+  const Operands o{static_cast<const uint8_t*>(a.a),
+                   a.lda,
+                   static_cast<const uint8_t*>(a.b),
+                   a.b_shuffled != 0,
+                   static_cast<const uint8_t*>(a.a_scale),
+                   a.sa_stride,
+                   static_cast<const uint8_t*>(a.b_scale),
+                   a.sb_stride,
+                   a.K};
+  const int64_t nblk = a.K / L::kScaleBlock;
+  auto* out = static_cast<uint16_t*>(a.out);
+  for (uint32_t y = 0; y < grid.y; ++y) {
+    for (uint32_t x = 0; x < grid.x; ++x) {
+      for (int64_t r = int64_t{y} * BM; r < std::min<int64_t>(a.M, (y + 1) * int64_t{BM}); ++r) {
+        for (int64_t c = int64_t{x} * kRows; c < std::min<int64_t>(a.N, (x + 1) * kRows); ++c) {
+          float total = 0.f;
+          for (int64_t s = 0; s < kSlices; ++s) {
+            float acc = 0.f;
+            for (int64_t kb = s; kb < nblk; kb += kSlices) {
+              acc += block_term(o, r, c, kb * L::kScaleBlock);
+            }
+            total += acc;
+          }
+          out[r * a.N + c] = float_to_bf16(total);
         }
       }
     }
@@ -159,6 +202,14 @@ bool register_portable(std::index_sequence<I...>) {
 }
 
 template <size_t... I>
+bool register_decode(std::index_sequence<I...>) {
+  (runtime::HostTwins::add(kernels::kGemmFp4Decodes[I].kernel.symbol,
+                           &gemm_fp4_decode<kernels::kGemmFp4Decodes[I].bm>),
+   ...);
+  return true;
+}
+
+template <size_t... I>
 bool register_aiter(std::index_sequence<I...>) {
   (runtime::HostTwins::add(kernels::kAiterF4GemmRows[I].kernel.symbol, &aiter_f4gemm<I>), ...);
   return true;
@@ -166,6 +217,7 @@ bool register_aiter(std::index_sequence<I...>) {
 
 inline const bool kRegistered =
     register_portable(std::make_index_sequence<std::size(kernels::gemm_fp4_detail::kTiles)>{}) &&
+    register_decode(std::make_index_sequence<std::size(kernels::gemm_fp4_detail::kDecodes)>{}) &&
     register_aiter(std::make_index_sequence<std::size(kernels::kAiterF4GemmRows)>{});
 
 }  // namespace gemm_fp4_detail

@@ -60,4 +60,32 @@ inline constexpr GemmFp4Tile kTiles[] = {JAX_AITER_GEMM_FP4_TILES(JA_GEMM_FP4_TI
 inline constexpr std::span<const GemmFp4Tile> kGemmFp4Tiles = gemm_fp4_detail::kTiles;
 static_assert(kGemmFp4Tiles[0].kernel.symbol == "jax_aiter_gemm_fp4_t64x64");
 
+// The decode kernels (small M): same arguments, block kGemmFp4DecodeThreads, 16 rows of B a block
+// (kernels/shared/gemm_fp4.h states the work split).
+inline constexpr int kGemmFp4DecodeThreads = JAX_AITER_GEMM_FP4_DECODE_THREADS;
+inline constexpr int kGemmFp4DecodeRows = JAX_AITER_GEMM_FP4_DECODE_ROWS;
+inline constexpr int kGemmFp4DecodeSlices = JAX_AITER_GEMM_FP4_DECODE_SLICES;
+static_assert(kGemmFp4DecodeThreads == kGemmFp4DecodeRows * kGemmFp4DecodeSlices);
+
+struct GemmFp4Decode {
+  std::string_view name;
+  int bm, u;  // out rows a block; 16-byte chunks of B a thread a stage
+  KernelInfo kernel;
+};
+
+namespace gemm_fp4_detail {
+// clang-format off
+#define JA_GEMM_FP4_DECODE(name, BM, U, MIN_BLOCKS)                                            \
+  GemmFp4Decode{#name, BM, U,                                                                  \
+                KernelInfo{kGemmFp4CodeObject, "jax_aiter_gemm_fp4_" #name, sizeof(GemmFp4Args), \
+                           kGemmFp4Fields}},
+inline constexpr GemmFp4Decode kDecodes[] = {JAX_AITER_GEMM_FP4_DECODE(JA_GEMM_FP4_DECODE)};
+#undef JA_GEMM_FP4_DECODE
+// clang-format on
+}  // namespace gemm_fp4_detail
+
+// Smallest BM first (the portable rule picks the first with BM >= M).
+inline constexpr std::span<const GemmFp4Decode> kGemmFp4Decodes = gemm_fp4_detail::kDecodes;
+static_assert(kGemmFp4Decodes[0].bm == 4 && kGemmFp4Decodes[1].bm == 16);
+
 }  // namespace jax_aiter::kernels

@@ -1,9 +1,14 @@
 // The portable tier of aiter.gemm_fp4: our own kernels (kernels/gemm_fp4.hpp) on every arch, for
 // every call the ASM tier does not take (not gfx950, K % 256 != 0, M % 32 != 0, sm_90, ...).
 //
-// The rule: the tile with the largest BM not above M (tiles are listed largest first; M below
-// every BM takes the smallest). One launch, no K split. FP4 and the e8m0 scales are decoded in
-// the kernel; each 32-block's products are summed exactly in float, then scaled and accumulated.
+// The rule: decode calls (1 <= M <= kGemmFp4DecodeMaxM = 16, B 16-byte aligned) take the
+// weight-streaming decode kernel with the smallest BM >= M (d4 for M <= 4, d16 for M <= 16): grid
+// (ceil(N / 16), 1), a block per 16 rows of B over all of K, K split into 16 interleaved slices
+// inside the block and summed in slice order in shared memory (no workspace, no atomics; the same
+// bits every run). Everything else: the tile with the largest BM not above M (tiles are listed
+// largest first; M below every BM takes the smallest), one launch, no K split. FP4 and the e8m0
+// scales are decoded in the kernel; each 32-block's products are summed exactly in float, then
+// scaled and accumulated in float (per slice in K order, for the decode kernels).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,21 @@ constexpr size_t choose_portable_gemm_fp4(int64_t m) {
 static_assert(kernels::kGemmFp4Tiles[choose_portable_gemm_fp4(1)].bm == 16);
 static_assert(kernels::kGemmFp4Tiles[choose_portable_gemm_fp4(100)].bm == 64);
 
+inline constexpr int64_t kGemmFp4DecodeMaxM = 16;
+
+// The index into kernels::kGemmFp4Decodes of the decode kernel for M rows (M <= 16).
+constexpr size_t choose_gemm_fp4_decode(int64_t m) {
+  const auto decodes = kernels::kGemmFp4Decodes;
+  for (size_t i = 0; i < decodes.size(); ++i) {
+    if (decodes[i].bm >= m) return i;
+  }
+  return decodes.size() - 1;
+}
+static_assert(kernels::kGemmFp4Decodes[choose_gemm_fp4_decode(1)].bm == 4);
+static_assert(kernels::kGemmFp4Decodes[choose_gemm_fp4_decode(5)].bm == 16);
+static_assert(kernels::kGemmFp4Decodes[choose_gemm_fp4_decode(kGemmFp4DecodeMaxM)].bm >=
+              kGemmFp4DecodeMaxM);
+
 struct GemmFp4PortableTier {
   static constexpr std::string_view kName = "portable";
 
@@ -36,7 +56,6 @@ struct GemmFp4PortableTier {
 
   static void plan(const GemmFp4Params& p, const Target&, kernels::Plan& plan) {
     const int64_t m = p.m(), n = p.n(), k = p.k();
-    const kernels::GemmFp4Tile& tile = kernels::kGemmFp4Tiles[choose_portable_gemm_fp4(m)];
     const kernels::GemmFp4Args args{p.a.data,
                                     p.b.data,
                                     p.a_scale.data,
@@ -49,6 +68,19 @@ struct GemmFp4PortableTier {
                                     static_cast<int32_t>(p.a_scale.dims[1]),
                                     static_cast<int32_t>(p.b_scale.dims[1]),
                                     p.b_shuffled() ? 1 : 0};
+    const bool aligned = reinterpret_cast<uintptr_t>(p.b.data) % 16 == 0;
+    if (m >= 1 && m <= kGemmFp4DecodeMaxM && aligned) {
+      const kernels::GemmFp4Decode& d = kernels::kGemmFp4Decodes[choose_gemm_fp4_decode(m)];
+      plan.launch(d.kernel,
+                  {static_cast<uint32_t>(ceil_div(n, int64_t{kernels::kGemmFp4DecodeRows})),
+                   static_cast<uint32_t>(ceil_div(m, d.bm)), 1},
+                  {static_cast<uint32_t>(kernels::kGemmFp4DecodeThreads), 1, 1}, args);
+      plan.note("tile_m", d.bm);
+      plan.note("tile_n", kernels::kGemmFp4DecodeRows);
+      plan.note("split", kernels::kGemmFp4DecodeSlices);
+      return;
+    }
+    const kernels::GemmFp4Tile& tile = kernels::kGemmFp4Tiles[choose_portable_gemm_fp4(m)];
     plan.launch(tile.kernel,
                 {static_cast<uint32_t>(ceil_div(n, tile.bn)),
                  static_cast<uint32_t>(ceil_div(m, tile.bm)), 1},
