@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_ffi_testing.hpp"
 #include "jax_aiter/ffi/describe.hpp"
 #include "jax_aiter/ffi/flatmm_fp8.hpp"
 #include "jax_aiter/host_twins/flatmm_fp8.hpp"
@@ -32,29 +33,10 @@ namespace {
 
 constexpr const char* kAiterName = "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32";
 
-struct Options {
-  std::string kernel;
-  std::string tier = "auto";
-  std::string asm_arch;
-  std::string layout = "flatmm";
+using namespace ja::gemm_testing;
 
-  Options& with_kernel(std::string k) {
-    kernel = std::move(k);
-    return *this;
-  }
-  Options& with_tier(std::string t) {
-    tier = std::move(t);
-    return *this;
-  }
-  Options& for_arch(std::string arch) {
-    asm_arch = std::move(arch);
-    return *this;
-  }
-  Options& with_layout(std::string l) {
-    layout = std::move(l);
-    return *this;
-  }
-};
+// No splitk: the op refuses it.
+constexpr Dispatch kDispatch{"w_layout", "flatmm", false};
 
 // e4m3 by its bits: fn (bias 7, 0x7F/0xFF NaN) or fnuz (bias 8, 0x80 NaN, no -0).
 double e4m3(uint8_t code, bool fnuz) {
@@ -123,8 +105,7 @@ struct FlatCall {
     fake::add_arg(f, x_scale);
     fake::add_arg(f, w_scale);
     fake::add_ret(f, out);
-    f.string_attr("w_layout", o.layout).string_attr("kernel", o.kernel).string_attr("tier", o.tier);
-    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
+    add_dispatch_attrs(f, o, kDispatch);
     return f;
   }
   fake::CallResult call(const Options& o = {}) {
@@ -140,8 +121,7 @@ struct FlatCall {
     const int64_t nb = (n + 127) / 128;
     double value[256];
     for (int code = 0; code < 256; ++code) value[code] = e4m3(static_cast<uint8_t>(code), fnuz);
-    int64_t bad = 0;
-    std::string first;
+    Mismatches bad;
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
         double ref = 0, mag = 0;
@@ -157,34 +137,11 @@ struct FlatCall {
           mag += pmag * s;
         }
         const double bound = u16 * std::abs(ref) + (128 + k / 128 + 8) * u32 * mag + 0x1.0p-24;
-        const double got = out.at(r * n + c);
-        if (!(std::abs(got - ref) <= bound)) {
-          if (bad++ == 0) {
-            first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
-                    std::to_string(got) + ", want " + std::to_string(ref);
-          }
-        }
+        bad.expect_near(r, c, out.at(r * n + c), ref, bound);
       }
     }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+    return bad.result(m * n);
   }
-};
-
-::testing::AssertionResult Fails(const fake::CallResult& r,
-                                 std::initializer_list<std::string_view> parts) {
-  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
-  for (std::string_view p : parts) {
-    if (r.message.find(p) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
-    }
-  }
-  return ::testing::AssertionSuccess() << r.message;
-}
-
-struct Shape {
-  int64_t m, n, k;
 };
 
 // ---- the portable tier ---------------------------------------------------------------------
@@ -231,15 +188,6 @@ TEST(FlatmmAsmTwin, ForcedAndChosenOnGfx942) {
   FlatCall c(40, 512, 256, true, 7);
   ASSERT_TRUE(c.call(Options().for_arch("gfx942")).ok());
   EXPECT_TRUE(c.check());
-}
-
-ops::Tensor tensor(Array& arr) {
-  ops::Tensor t;
-  t.data = arr.data();
-  t.dtype = arr.dtype;
-  t.rank = static_cast<int>(arr.dims.size());
-  for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
-  return t;
 }
 
 // The plan as AITER packs it, plus the fields AITER leaves uninitialised: every byte is ours.

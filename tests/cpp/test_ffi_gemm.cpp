@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_ffi_testing.hpp"
 #include "jax_aiter/ffi/describe.hpp"
 #include "jax_aiter/ffi/gemm.hpp"
 #include "jax_aiter/host_twins/gemm.hpp"
@@ -31,32 +32,10 @@ JAX_AITER_DEFINE_HANDLER(test_gemm_cpu, ops::Gemm, ja::runtime::Host);
 
 namespace {
 
-struct Options {
-  std::string kernel;
-  int64_t splitk = -1;
-  std::string tier = "auto";
-  std::string asm_arch;
-  int64_t asm_cus = 0;
+using namespace ja::gemm_testing;
 
-  Options& with_kernel(std::string k, int64_t split = -1) {
-    kernel = std::move(k);
-    splitk = split;
-    return *this;
-  }
-  Options& with_split(int64_t split) {
-    splitk = split;
-    return *this;
-  }
-  Options& with_tier(std::string t) {
-    tier = std::move(t);
-    return *this;
-  }
-  Options& for_arch(std::string arch, int64_t cus = 0) {
-    asm_arch = std::move(arch);
-    asm_cus = cus;
-    return *this;
-  }
-};
+// No layout attribute: BF16 weights are plain.
+constexpr Dispatch kDispatch{"", "", true};
 
 // One call's buffers: inputs filled with random values in [-1, 1] (rounded to the dtype), out
 // poisoned, the workspace of the size the op asks for, filled with garbage.
@@ -107,9 +86,7 @@ struct GemmCall {
     }
     fake::add_ret(f, out);
     fake::add_ret(f, workspace);
-    f.string_attr("kernel", o.kernel).attr("splitk", o.splitk).string_attr("tier", o.tier);
-    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
-    if (o.asm_cus) f.attr("asm_cus", o.asm_cus);
+    add_dispatch_attrs(f, o, kDispatch);
     return f;
   }
   fake::CallResult call(const Options& o = {}) {
@@ -125,8 +102,7 @@ struct GemmCall {
                          : out_type == DType::kF16 ? 0x1.0p-11
                                                    : 0x1.0p-8;
     const double u32 = 0x1.0p-24;
-    int64_t bad = 0;
-    std::string first;
+    Mismatches bad;
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
         double ref = 0, scale = 0;
@@ -142,38 +118,15 @@ struct GemmCall {
         const double bound = u_out * std::abs(ref) +
                              (16 * u32 * std::sqrt(double(k)) + (steps - 1) * u_out) * scale +
                              0x1.0p-100;
-        const double got = out.at(r * n + c);
-        if (!(std::abs(got - ref) <= bound)) {
-          if (bad++ == 0) {
-            first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
-                    std::to_string(got) + ", want " + std::to_string(ref);
-          }
-        }
+        bad.expect_near(r, c, out.at(r * n + c), ref, bound);
       }
     }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+    return bad.result(m * n);
   }
 };
-
-::testing::AssertionResult Fails(const fake::CallResult& r,
-                                 std::initializer_list<std::string_view> parts) {
-  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
-  for (std::string_view p : parts) {
-    if (r.message.find(p) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
-    }
-  }
-  return ::testing::AssertionSuccess() << r.message;
-}
 
 // ---- the portable tier
 // ---------------------------------------------------------------------------
-
-struct Shape {
-  int64_t m, n, k;
-};
 
 TEST(GemmPortable, ValuesForEveryDtypeAndOddShapes) {
   const Shape shapes[] = {{1, 64, 64},     {7, 100, 72},   {33, 300, 1000}, {4096, 64, 64},
@@ -210,19 +163,13 @@ TEST(GemmPortable, AutoOnTheHostIsPortableAndSplitsSmallGrids) {
 
 // ---- the ASM tier, through the ABI twins -----------------------------------------------------
 
-struct ArchCase {
-  const char* arch;
-  int cus;
-};
-
 // Every row of each arch forced by name, with its heuristic split and (split rows) forced ones,
 // bias where the row takes one, bf16 and f32 out; M not a multiple of any tile.
 TEST(GemmAsmTwins, EveryRowForcedOnBothArchs) {
   int runs = 0, split_runs = 0;
   uint64_t seed = 100;
-  for (ArchCase arch : {ArchCase{"gfx942", 304}, ArchCase{"gfx950", 256}}) {
-    const ja::Arch a =
-        std::string_view(arch.arch) == "gfx942" ? ja::Arch::kGfx942 : ja::Arch::kGfx950;
+  for (const ArchCase& arch : kArchs) {
+    const ja::Arch a = arch_of(arch);
     for (const auto& row : ja::kernels::kAiterBf16GemmRows) {
       if (!row.on(a)) continue;
       const int64_t n = row.tile_n * 2, k = 640, m = row.tile_m + 37;
@@ -269,7 +216,7 @@ TEST(GemmAsmTwins, EveryRowForcedOnBothArchs) {
 TEST(GemmAsmTwins, HeuristicChoices) {
   const Shape shapes[] = {{1, 4096, 256}, {100, 768, 512}, {300, 256, 128}, {64, 512, 1024}};
   uint64_t seed = 300;
-  for (ArchCase arch : {ArchCase{"gfx942", 304}, ArchCase{"gfx950", 256}}) {
+  for (const ArchCase& arch : kArchs) {
     for (const Shape& s : shapes) {
       GemmCall c(s.m, s.n, s.k, DType::kBF16, DType::kF32, false, seed++);
       const fake::CallResult r = c.call(Options().with_tier("asm").for_arch(arch.arch, arch.cus));
@@ -285,14 +232,6 @@ TEST(GemmAsmTwins, HeuristicChoices) {
 TEST(GemmAsmTwins, SemaphoreIsLeftZeroAndMustBeZeroOnEntry) {
   GemmCall c(100, 256, 640, DType::kBF16, DType::kF32, true, 7);
   ops::GemmParams p;
-  auto tensor = [](Array& arr) {
-    ops::Tensor t;
-    t.data = arr.data();
-    t.dtype = arr.dtype;
-    t.rank = static_cast<int>(arr.dims.size());
-    for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
-    return t;
-  };
   p.a = tensor(c.a);
   p.b = tensor(c.b);
   p.bias = tensor(c.bias);

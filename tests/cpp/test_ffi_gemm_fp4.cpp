@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_ffi_testing.hpp"
 #include "jax_aiter/ffi/describe.hpp"
 #include "jax_aiter/ffi/gemm_fp4.hpp"
 #include "jax_aiter/host_twins/gemm_fp4.hpp"
@@ -31,32 +32,7 @@ JAX_AITER_DEFINE_HANDLER(test_gemm_fp4_cpu, ops::GemmFp4, ja::runtime::Host);
 
 namespace {
 
-struct Options {
-  std::string kernel;
-  int64_t splitk = -1;
-  std::string tier = "auto";
-  std::string asm_arch;
-  int64_t asm_cus = 0;
-
-  Options& with_kernel(std::string k, int64_t split = -1) {
-    kernel = std::move(k);
-    splitk = split;
-    return *this;
-  }
-  Options& with_split(int64_t split) {
-    splitk = split;
-    return *this;
-  }
-  Options& with_tier(std::string t) {
-    tier = std::move(t);
-    return *this;
-  }
-  Options& for_arch(std::string arch, int64_t cus = 0) {
-    asm_arch = std::move(arch);
-    asm_cus = cus;
-    return *this;
-  }
-};
+using namespace ja::gemm_testing;
 
 // OCP MX e2m1, by table.
 double e2m1(unsigned nibble) {
@@ -64,23 +40,6 @@ double e2m1(unsigned nibble) {
   return kTable[nibble & 15u];
 }
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// AITER's shuffle_weight(w, layout=(16, 16)) on uint8 bytes [N, Kb]: [N/16, 16, Kb/32, 2, 16] ->
-// [N/16, Kb/32, 2, 16, 16].
-std::vector<unsigned char> shuffle_b(const std::vector<unsigned char>& w, int64_t n, int64_t kb) {
-  std::vector<unsigned char> out(w.size());
-  size_t i = 0;
-  for (int64_t n0 = 0; n0 < n / 16; ++n0) {
-    for (int64_t k0 = 0; k0 < kb / 32; ++k0) {
-      for (int64_t h = 0; h < 2; ++h) {
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t e = 0; e < 16; ++e) out[i++] = w[(n0 * 16 + r) * kb + k0 * 32 + h * 16 + e];
-        }
-      }
-    }
-  }
-  return out;
-}
 
 // AITER's shuffle_scale (e8m0_shuffle): pad [rows, cols] to [sm, sn] (with 127 here), view
 // [sm/32, 2, 16, sn/8, 2, 4], permute (0, 3, 5, 2, 4, 1).
@@ -135,30 +94,26 @@ struct Fp4Call {
     for (auto* arr : {&sa_plain, &sb_plain}) {
       for (auto& byte : arr->bytes) byte = static_cast<unsigned char>(rng.uniform(121, 133.99));
     }
-    b.bytes =
-        shuffled && n % 16 == 0 && k % 64 == 0 ? shuffle_b(b_plain.bytes, n, k / 2) : b_plain.bytes;
+    b.bytes = shuffled && n % 16 == 0 && k % 64 == 0 ? shuffle_16x16(b_plain.bytes, n, k / 2)
+                                                     : b_plain.bytes;
     a_scale.bytes = shuffle_scale(sa_plain.bytes, m, k / 32);
     b_scale.bytes = shuffle_scale(sb_plain.bytes, n, k / 32);
     out.poison();
   }
 
-  fake::CallFrame frame(const Options& o, std::string_view layout = "") {
+  // b_layout defaults to the flag of the weight written here.
+  fake::CallFrame frame(const Options& o) {
     fake::CallFrame f;
     fake::add_arg(f, a);
     fake::add_arg(f, b);
     fake::add_arg(f, a_scale);
     fake::add_arg(f, b_scale);
     fake::add_ret(f, out);
-    f.string_attr("b_layout", layout.empty() ? (shuffled ? "16x16" : "none") : layout)
-        .string_attr("kernel", o.kernel)
-        .attr("splitk", o.splitk)
-        .string_attr("tier", o.tier);
-    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
-    if (o.asm_cus) f.attr("asm_cus", o.asm_cus);
+    add_dispatch_attrs(f, o, {"b_layout", shuffled ? "16x16" : "none", true});
     return f;
   }
-  fake::CallResult call(const Options& o = {}, std::string_view layout = "") {
-    fake::CallFrame f = frame(o, layout);
+  fake::CallResult call(const Options& o = {}) {
+    fake::CallFrame f = frame(o);
     return fake::call(test_gemm_fp4_cpu, f);
   }
 
@@ -180,8 +135,7 @@ struct Fp4Call {
     for (int64_t c = 0; c < n; ++c) {
       for (int64_t kk = 0; kk < k; ++kk) db[c * k + kk] = dequant(b_plain, sb_plain, c, kk);
     }
-    int64_t bad = 0;
-    std::string first;
+    Mismatches bad;
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
         double ref = 0, mag = 0;
@@ -192,34 +146,11 @@ struct Fp4Call {
         }
         const double bound =
             u * std::abs(ref) + ((steps - 1) * u + double(k / 32) * u32) * mag + 1e-30;
-        const double got = out.at(r * n + c);
-        if (!(std::abs(got - ref) <= bound)) {
-          if (bad++ == 0) {
-            first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
-                    std::to_string(got) + ", want " + std::to_string(ref);
-          }
-        }
+        bad.expect_near(r, c, out.at(r * n + c), ref, bound);
       }
     }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+    return bad.result(m * n);
   }
-};
-
-::testing::AssertionResult Fails(const fake::CallResult& r,
-                                 std::initializer_list<std::string_view> parts) {
-  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
-  for (std::string_view p : parts) {
-    if (r.message.find(p) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
-    }
-  }
-  return ::testing::AssertionSuccess() << r.message;
-}
-
-struct Shape {
-  int64_t m, n, k;
 };
 
 // ---- the portable tier ---------------------------------------------------------------------
@@ -385,15 +316,6 @@ TEST(GemmFp4AsmTwins, HeuristicChoices) {
   EXPECT_LT(split, 8);
 }
 
-ops::Tensor tensor(Array& arr) {
-  ops::Tensor t;
-  t.data = arr.data();
-  t.dtype = arr.dtype;
-  t.rank = static_cast<int>(arr.dims.size());
-  for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
-  return t;
-}
-
 ops::GemmFp4Params decode_params(Fp4Call& c) {
   ops::GemmFp4Params p;
   p.a = tensor(c.a);
@@ -448,15 +370,7 @@ TEST(GemmFp4AsmTwins, PlanPacksAsAiterDoes) {
   EXPECT_EQ(args.log2_k_split.value, 2);
   for (std::byte pad : args.log2_k_split.pad) EXPECT_EQ(pad, std::byte{0});
   // Run the steps by hand: the result is right only with the memset.
-  for (const auto& step : plan.view()) {
-    if (step.kind == ja::kernels::Step::Kind::kMemset) {
-      ASSERT_TRUE(ja::runtime::Host::memset(0, nullptr, step.memset).ok());
-    } else {
-      const auto& k = ja::runtime::Host::resolve(0, *step.launch.kernel);
-      ASSERT_TRUE(k.status.ok());
-      ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, step.launch).ok());
-    }
-  }
+  ASSERT_TRUE(run_on_host(plan));
   EXPECT_TRUE(c.check(4));
   c.out.poison();
   const auto& k = ja::runtime::Host::resolve(0, *launch.kernel);
@@ -580,7 +494,7 @@ TEST(GemmFp4Errors, EveryOperandIsNamed) {
 
 TEST(GemmFp4Errors, LayoutFlagAttributesAndTiers) {
   Fp4Call c(32, 128, 256, 1);
-  EXPECT_TRUE(Fails(c.call(Options(), "32x16"),
+  EXPECT_TRUE(Fails(c.call(Options().with_layout("32x16")),
                     {"operand b:", "\"16x16\"", "\"none\"", "got b_layout \"32x16\""}));
   fake::CallFrame no_layout = c.frame(Options());
   no_layout.remove_attr("b_layout");

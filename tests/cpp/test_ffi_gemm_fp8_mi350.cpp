@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_ffi_testing.hpp"
 #include "jax_aiter/ffi/gemm_fp8_mi350.hpp"
 #include "jax_aiter/host_twins/gemm_fp8_mi350.hpp"
 #include "jax_aiter/ops/gemm_fp8_mi350.hpp"
@@ -29,12 +30,10 @@ JAX_AITER_DEFINE_HANDLER(test_gemm_fp8_mi350_cpu, ops::GemmFp8Mi350, ja::runtime
 
 namespace {
 
-struct Options {
-  std::string kernel;
-  std::string tier = "auto";
-  std::string asm_arch;
-  std::string layout = "16x16";
-};
+using namespace ja::gemm_testing;
+
+// No splitk: the op refuses it.
+constexpr Dispatch kDispatch{"b_layout", "16x16", false};
 
 // e4m3: sign, 4 exponent bits, 3 mantissa bits; bias 7 (fn) or 8 (fnuz). NaN codes are not drawn.
 double e4m3(unsigned char c, bool fnuz) {
@@ -43,22 +42,6 @@ double e4m3(unsigned char c, bool fnuz) {
   return (c & 0x80) ? -v : v;
 }
 bool is_nan(unsigned char c, bool fnuz) { return fnuz ? c == 0x80 : (c & 0x7F) == 0x7F; }
-
-// AITER's shuffle_weight(w, layout=(16, 16)) for 1-byte elements, written as its view/permute.
-std::vector<unsigned char> shuffle(const std::vector<unsigned char>& w, int64_t n, int64_t k) {
-  std::vector<unsigned char> out(w.size());
-  size_t i = 0;
-  for (int64_t n0 = 0; n0 < n / 16; ++n0) {
-    for (int64_t k0 = 0; k0 < k / 32; ++k0) {
-      for (int64_t h = 0; h < 2; ++h) {
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t e = 0; e < 16; ++e) out[i++] = w[(n0 * 16 + r) * k + k0 * 32 + h * 16 + e];
-        }
-      }
-    }
-  }
-  return out;
-}
 
 struct Fp8Call {
   int64_t m, n, k;
@@ -84,7 +67,7 @@ struct Fp8Call {
         } while (is_nan(byte, fnuz));
       }
     }
-    if (n % 16 == 0 && k % 32 == 0) wq.bytes = shuffle(w_plain.bytes, n, k);
+    if (n % 16 == 0 && k % 32 == 0) wq.bytes = shuffle_16x16(w_plain.bytes, n, k);
     fake::fill(x_scale, rng, 1e-3, 1e-1);
     fake::fill(w_scale, rng, 1e-3, 1e-1);
     out.poison();
@@ -97,8 +80,7 @@ struct Fp8Call {
     fake::add_arg(f, x_scale);
     fake::add_arg(f, w_scale);
     fake::add_ret(f, out);
-    f.string_attr("b_layout", o.layout).string_attr("kernel", o.kernel).string_attr("tier", o.tier);
-    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
+    add_dispatch_attrs(f, o, kDispatch);
     return f;
   }
   fake::CallResult call(const Options& o = {}) {
@@ -109,8 +91,7 @@ struct Fp8Call {
   // |out - ref| <= u |ref| + (K/128 + 160) u_f32 sum |terms|.
   ::testing::AssertionResult check() const {
     const double u = 0x1.0p-8, u32 = 0x1.0p-24;
-    int64_t bad = 0;
-    std::string first;
+    Mismatches bad;
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
         double ref = 0, mag = 0;
@@ -127,41 +108,20 @@ struct Fp8Call {
           mag += am * s;
         }
         const double bound = u * std::abs(ref) + (k / 128.0 + 160) * u32 * mag + 1e-30;
-        const double got = out.at(r * n + c);
-        if (!(std::abs(got - ref) <= bound) && bad++ == 0) {
-          first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
-                  std::to_string(got) + ", want " + std::to_string(ref);
-        }
+        bad.expect_near(r, c, out.at(r * n + c), ref, bound);
       }
     }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+    return bad.result(m * n);
   }
 };
 
-::testing::AssertionResult Fails(const fake::CallResult& r,
-                                 std::initializer_list<std::string_view> parts) {
-  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
-  for (std::string_view p : parts) {
-    if (r.message.find(p) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
-    }
-  }
-  return ::testing::AssertionSuccess() << r.message;
-}
-
 TEST(GemmFp8Mi350Portable, ValuesForOddShapesBothFormats) {
-  struct Shape {
-    int64_t m, n, k;
-  };
   const Shape shapes[] = {{1, 128, 128}, {7, 384, 640}, {33, 256, 1024}, {130, 128, 256}};
   uint64_t seed = 1;
   for (const Shape& s : shapes) {
     for (bool fnuz : {false, true}) {
       Fp8Call c(s.m, s.n, s.k, seed++, fnuz);
-      const fake::CallResult r =
-          c.call({.kernel = "", .tier = "portable", .asm_arch = "", .layout = "16x16"});
+      const fake::CallResult r = c.call(Options().with_tier("portable"));
       ASSERT_TRUE(r.ok()) << r.message;
       EXPECT_TRUE(c.check()) << s.m << "x" << s.n << "x" << s.k << " fnuz " << fnuz;
     }
@@ -172,17 +132,14 @@ TEST(GemmFp8Mi350AsmTwins, EveryRowForcedAndTheRule) {
   uint64_t seed = 50;
   for (const auto& row : ja::kernels::kAiterMi350Rows) {
     Fp8Call c(row.tile_m + 5, 384, 512, seed++);  // partial row and column blocks
-    const fake::CallResult r = c.call({.kernel = std::string(row.short_name()),
-                                       .tier = "asm",
-                                       .asm_arch = "gfx950",
-                                       .layout = "16x16"});
+    const fake::CallResult r = c.call(
+        Options().with_kernel(std::string(row.short_name())).with_tier("asm").for_arch("gfx950"));
     ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
     EXPECT_TRUE(c.check()) << row.short_name();
   }
   for (int64_t m : {16, 32, 33, 160}) {  // x32, x32, x128, x128
     Fp8Call c(m, 256, 512, seed++);
-    ASSERT_TRUE(
-        c.call({.kernel = "", .tier = "asm", .asm_arch = "gfx950", .layout = "16x16"}).ok());
+    ASSERT_TRUE(c.call(Options().with_tier("asm").for_arch("gfx950")).ok());
     EXPECT_TRUE(c.check()) << m;
   }
 }
@@ -191,14 +148,6 @@ TEST(GemmFp8Mi350AsmTwins, EveryRowForcedAndTheRule) {
 TEST(GemmFp8Mi350AsmTwins, PlanPacksAsAiterDoes) {
   Fp8Call c(200, 640, 1024, 7);
   ops::GemmFp8Mi350Params p;
-  auto tensor = [](Array& arr) {
-    ops::Tensor t;
-    t.data = arr.data();
-    t.dtype = arr.dtype;
-    t.rank = static_cast<int>(arr.dims.size());
-    for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
-    return t;
-  };
   p.xq = tensor(c.xq);
   p.wq = tensor(c.wq);
   p.x_scale = tensor(c.x_scale);
@@ -277,16 +226,13 @@ TEST(GemmFp8Mi350Errors, EveryOperandIsNamed) {
   }
   Fp8Call c(8, 128, 512, 1);
   EXPECT_TRUE(
-      Fails(c.call({.kernel = "", .tier = "auto", .asm_arch = "", .layout = "none"}),
+      Fails(c.call(Options().with_layout("none")),
             {"operand wq:", "pre-shuffled in the (16, 16) layout", "got b_layout \"none\""}));
-  EXPECT_TRUE(Fails(c.call({.kernel = "", .tier = "asm", .asm_arch = "gfx950", .layout = "16x16"}),
-                    {"M = 8 is below 16"}));
-  EXPECT_TRUE(Fails(c.call({.kernel = "", .tier = "asm", .asm_arch = "gfx942", .layout = "16x16"}),
-                    {"gfx950 code only"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx950")), {"M = 8 is below 16"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx942")), {"gfx950 code only"}));
   Fp8Call big(32, 128, 512, 1);
-  EXPECT_TRUE(
-      Fails(big.call({.kernel = "x48", .tier = "asm", .asm_arch = "gfx950", .layout = "16x16"}),
-            {"the forced kernel is not an MI350 FP8 row"}));
+  EXPECT_TRUE(Fails(big.call(Options().with_kernel("x48").with_tier("asm").for_arch("gfx950")),
+                    {"the forced kernel is not an MI350 FP8 row"}));
 }
 
 }  // namespace

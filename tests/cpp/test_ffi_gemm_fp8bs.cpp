@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_ffi_testing.hpp"
 #include "jax_aiter/ffi/describe.hpp"
 #include "jax_aiter/ffi/gemm_fp8bs.hpp"
 #include "jax_aiter/host_twins/gemm_fp8bs.hpp"
@@ -31,54 +32,9 @@ JAX_AITER_DEFINE_HANDLER(test_gemm_fp8bs_cpu, ops::GemmFp8Bs, ja::runtime::Host)
 
 namespace {
 
-struct Options {
-  std::string kernel;
-  int64_t splitk = -1;
-  std::string tier = "auto";
-  std::string asm_arch;
-  int64_t asm_cus = 0;
-  std::string layout = "16x16";
+using namespace ja::gemm_testing;
 
-  Options& with_kernel(std::string k, int64_t split = -1) {
-    kernel = std::move(k);
-    splitk = split;
-    return *this;
-  }
-  Options& with_split(int64_t split) {
-    splitk = split;
-    return *this;
-  }
-  Options& with_tier(std::string t) {
-    tier = std::move(t);
-    return *this;
-  }
-  Options& for_arch(std::string arch, int64_t cus = 0) {
-    asm_arch = std::move(arch);
-    asm_cus = cus;
-    return *this;
-  }
-  Options& with_layout(std::string l) {
-    layout = std::move(l);
-    return *this;
-  }
-};
-
-// AITER's shuffle_weight(w, layout=(16, 16)) for a 1-byte dtype, written as its view/permute:
-// w[N/16, 16, K/32, 2, 16] -> [N/16, K/32, 2, 16, 16].
-std::vector<unsigned char> shuffle(const std::vector<unsigned char>& w, int64_t n, int64_t k) {
-  std::vector<unsigned char> out(w.size());
-  size_t i = 0;
-  for (int64_t n0 = 0; n0 < n / 16; ++n0) {
-    for (int64_t k0 = 0; k0 < k / 32; ++k0) {
-      for (int64_t h = 0; h < 2; ++h) {
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t e = 0; e < 16; ++e) out[i++] = w[(n0 * 16 + r) * k + k0 * 32 + h * 16 + e];
-        }
-      }
-    }
-  }
-  return out;
-}
+constexpr Dispatch kDispatch{"b_layout", "16x16", true};
 
 // One call's buffers: fp8 inputs (random finite codes of the format), positive scales in
 // AITER's layouts (a_scale [K/128, M], b_scale [N/128, K/128]), out poisoned, the workspace
@@ -107,7 +63,7 @@ struct Fp8Call {
         byte = static_cast<unsigned char>(ja::encode(f, rng.uniform(-300, 300) / 100.0));
       }
     }
-    if (n % 16 == 0 && k % 32 == 0) b.bytes = shuffle(b_plain.bytes, n, k);
+    if (n % 16 == 0 && k % 32 == 0) b.bytes = shuffle_16x16(b_plain.bytes, n, k);
     fake::fill(a_scale, rng, 1e-2, 1);
     fake::fill(b_scale, rng, 1e-2, 1);
     out.poison();
@@ -126,12 +82,7 @@ struct Fp8Call {
     fake::add_arg(f, b_scale);
     fake::add_ret(f, out);
     fake::add_ret(f, workspace);
-    f.string_attr("b_layout", o.layout)
-        .string_attr("kernel", o.kernel)
-        .attr("splitk", o.splitk)
-        .string_attr("tier", o.tier);
-    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
-    if (o.asm_cus) f.attr("asm_cus", o.asm_cus);
+    add_dispatch_attrs(f, o, kDispatch);
     return f;
   }
   fake::CallResult call(const Options& o = {}) {
@@ -143,8 +94,7 @@ struct Fp8Call {
   // rounding (one per split, where splits add into out), float32 sums of 128-product blocks.
   ::testing::AssertionResult check(int steps = 1) const {
     const double u = 0x1.0p-8;
-    int64_t bad = 0;
-    std::string first;
+    Mismatches bad;
     const int64_t kb_count = k / 128;
     std::vector<double> av(a.bytes.size()), bv(b_plain.bytes.size());
     for (size_t i = 0; i < av.size(); ++i) av[i] = val(a, static_cast<int64_t>(i));
@@ -164,34 +114,11 @@ struct Fp8Call {
           scale += mag * s;
         }
         const double bound = u * std::abs(ref) + ((steps - 1) * u + 0x1.0p-16) * scale + 1e-30;
-        const double got = out.at(r * n + c);
-        if (!(std::abs(got - ref) <= bound)) {
-          if (bad++ == 0) {
-            first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
-                    std::to_string(got) + ", want " + std::to_string(ref);
-          }
-        }
+        bad.expect_near(r, c, out.at(r * n + c), ref, bound);
       }
     }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+    return bad.result(m * n);
   }
-};
-
-::testing::AssertionResult Fails(const fake::CallResult& r,
-                                 std::initializer_list<std::string_view> parts) {
-  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
-  for (std::string_view p : parts) {
-    if (r.message.find(p) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
-    }
-  }
-  return ::testing::AssertionSuccess() << r.message;
-}
-
-struct Shape {
-  int64_t m, n, k;
 };
 
 // ---- the portable tier ---------------------------------------------------------------------
@@ -219,16 +146,9 @@ TEST(GemmFp8BsPortable, AutoOnTheHostIsPortable) {
 
 // ---- the ASM tier, through the ABI twins -----------------------------------------------------
 
-struct ArchCase {
-  const char* arch;
-  int cus;
-  DType fp8;  // the format the arch reads
-};
-constexpr ArchCase kArchs[] = {{"gfx942", 304, DType::kF8E4M3FNUZ},
-                               {"gfx950", 256, DType::kF8E4M3FN}};
-
-ja::Arch arch_of(const ArchCase& a) {
-  return std::string_view(a.arch) == "gfx942" ? ja::Arch::kGfx942 : ja::Arch::kGfx950;
+// The fp8 format each arch reads.
+DType fp8_of(const ArchCase& a) {
+  return arch_of(a) == ja::Arch::kGfx942 ? DType::kF8E4M3FNUZ : DType::kF8E4M3FN;
 }
 
 // Every row of each arch forced by name, unsplit and split 2, 3 and 5; M not a multiple of any
@@ -241,7 +161,7 @@ TEST(GemmFp8BsAsmTwins, EveryRowForcedOnItsArchs) {
       if (!row.on(arch_of(arch))) continue;
       const int64_t n = row.tile_n * 2, k = 640, m = row.tile_m + 37;
       for (int64_t splitk : {-1, 2, 3, 5}) {
-        Fp8Call c(m, n, k, seed++, arch.fp8);
+        Fp8Call c(m, n, k, seed++, fp8_of(arch));
         const fake::CallResult r = c.call(Options()
                                               .with_kernel(std::string(row.short_name()), splitk)
                                               .with_tier("asm")
@@ -266,7 +186,7 @@ TEST(GemmFp8BsAsmTwins, HeuristicChoices) {
   int split = 0;
   for (const ArchCase& arch : kArchs) {
     for (const Shape& s : shapes) {
-      Fp8Call c(s.m, s.n, s.k, seed++, arch.fp8);
+      Fp8Call c(s.m, s.n, s.k, seed++, fp8_of(arch));
       const fake::CallResult r = c.call(Options().with_tier("asm").for_arch(arch.arch, arch.cus));
       ASSERT_TRUE(r.ok()) << r.message;
       ops::AiterFp8BsQuery q;
@@ -283,15 +203,6 @@ TEST(GemmFp8BsAsmTwins, HeuristicChoices) {
   }
   EXPECT_GT(split, 0);
   EXPECT_LT(split, 8);
-}
-
-ops::Tensor tensor(Array& arr) {
-  ops::Tensor t;
-  t.data = arr.data();
-  t.dtype = arr.dtype;
-  t.rank = static_cast<int>(arr.dims.size());
-  for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
-  return t;
 }
 
 // The plan as AITER packs it: the struct's fields, the grid, and the memsets (zero bias; out
@@ -340,15 +251,7 @@ TEST(GemmFp8BsAsmTwins, PlanPacksAsAiterDoes) {
   for (std::byte pad : args.ks.pad) EXPECT_EQ(pad, std::byte{0});
   EXPECT_EQ(args.scale_k.pad[0], std::byte{1}) << "the host twins' format byte: fnuz";
   // Run the steps by hand: the result is right only with both memsets.
-  for (const auto& step : plan.view()) {
-    if (step.kind == ja::kernels::Step::Kind::kMemset) {
-      ASSERT_TRUE(ja::runtime::Host::memset(0, nullptr, step.memset).ok());
-    } else {
-      const auto& k = ja::runtime::Host::resolve(0, *step.launch.kernel);
-      ASSERT_TRUE(k.status.ok());
-      ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, step.launch).ok());
-    }
-  }
+  ASSERT_TRUE(run_on_host(plan));
   EXPECT_TRUE(c.check(3));
   // Without the out memset, the poisoned out stays NaN.
   c.out.poison();

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_ffi_testing.hpp"
 #include "jax_aiter/ffi/describe.hpp"
 #include "jax_aiter/ffi/gemm_i8.hpp"
 #include "jax_aiter/host_twins/gemm_i8.hpp"
@@ -30,56 +31,11 @@ JAX_AITER_DEFINE_HANDLER(test_gemm_i8_cpu, ops::GemmI8, ja::runtime::Host);
 
 namespace {
 
-struct Options {
-  std::string kernel;
-  int64_t splitk = -1;
-  std::string tier = "auto";
-  std::string asm_arch;
-  int64_t asm_cus = 0;
-  std::string layout = "16x16";
+using namespace ja::gemm_testing;
 
-  Options& with_kernel(std::string k, int64_t split = -1) {
-    kernel = std::move(k);
-    splitk = split;
-    return *this;
-  }
-  Options& with_split(int64_t split) {
-    splitk = split;
-    return *this;
-  }
-  Options& with_tier(std::string t) {
-    tier = std::move(t);
-    return *this;
-  }
-  Options& for_arch(std::string arch, int64_t cus = 0) {
-    asm_arch = std::move(arch);
-    asm_cus = cus;
-    return *this;
-  }
-  Options& with_layout(std::string l) {
-    layout = std::move(l);
-    return *this;
-  }
-};
+constexpr Dispatch kDispatch{"b_layout", "16x16", true};
 
 int8_t i8_at(const Array& a, int64_t i) { return static_cast<int8_t>(a.bytes[i]); }
-
-// AITER's shuffle_weight(w, layout=(16, 16)) for int8, written as its view/permute:
-// w[N/16, 16, K/32, 2, 16] -> [N/16, K/32, 2, 16, 16].
-std::vector<unsigned char> shuffle(const std::vector<unsigned char>& w, int64_t n, int64_t k) {
-  std::vector<unsigned char> out(w.size());
-  size_t i = 0;
-  for (int64_t n0 = 0; n0 < n / 16; ++n0) {
-    for (int64_t k0 = 0; k0 < k / 32; ++k0) {
-      for (int64_t h = 0; h < 2; ++h) {
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t e = 0; e < 16; ++e) out[i++] = w[(n0 * 16 + r) * k + k0 * 32 + h * 16 + e];
-        }
-      }
-    }
-  }
-  return out;
-}
 
 // Only the shape matters for the workspace size.
 ja::ops::GemmI8Params params_for_size(int64_t m, int64_t n, int64_t k) {
@@ -115,7 +71,7 @@ struct I8Call {
         byte = static_cast<unsigned char>(static_cast<int8_t>(std::lround(rng.uniform(-127, 127))));
       }
     }
-    if (n % 16 == 0 && k % 32 == 0) b.bytes = shuffle(b_plain.bytes, n, k);
+    if (n % 16 == 0 && k % 32 == 0) b.bytes = shuffle_16x16(b_plain.bytes, n, k);
     fake::fill(a_scale, rng, 1e-3, 2e-2);
     fake::fill(b_scale, rng, 1e-3, 2e-2);
     fake::fill(bias, rng, -1, 1);
@@ -136,12 +92,7 @@ struct I8Call {
     }
     fake::add_ret(f, out);
     fake::add_ret(f, workspace);
-    f.string_attr("b_layout", o.layout)
-        .string_attr("kernel", o.kernel)
-        .attr("splitk", o.splitk)
-        .string_attr("tier", o.tier);
-    if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
-    if (o.asm_cus) f.attr("asm_cus", o.asm_cus);
+    add_dispatch_attrs(f, o, kDispatch);
     return f;
   }
   fake::CallResult call(const Options& o = {}) {
@@ -154,8 +105,7 @@ struct I8Call {
   // float32 epilogue rounds a few times.
   ::testing::AssertionResult check(int steps = 1) const {
     const double u = 0x1.0p-8, u32 = 0x1.0p-24;
-    int64_t bad = 0;
-    std::string first;
+    Mismatches bad;
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
         double acc = 0, mag = 0;
@@ -171,34 +121,11 @@ struct I8Call {
           scale += std::abs(bias.at(c));
         }
         const double bound = u * std::abs(ref) + ((steps - 1) * u + 8 * u32) * scale + 1e-30;
-        const double got = out.at(r * n + c);
-        if (!(std::abs(got - ref) <= bound)) {
-          if (bad++ == 0) {
-            first = "(" + std::to_string(r) + ", " + std::to_string(c) + "): got " +
-                    std::to_string(got) + ", want " + std::to_string(ref);
-          }
-        }
+        bad.expect_near(r, c, out.at(r * n + c), ref, bound);
       }
     }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << bad << " of " << m * n << " outputs out of tolerance, first " << first;
+    return bad.result(m * n);
   }
-};
-
-::testing::AssertionResult Fails(const fake::CallResult& r,
-                                 std::initializer_list<std::string_view> parts) {
-  if (r.ok()) return ::testing::AssertionFailure() << "expected an error, got OK";
-  for (std::string_view p : parts) {
-    if (r.message.find(p) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << r.message;
-    }
-  }
-  return ::testing::AssertionSuccess() << r.message;
-}
-
-struct Shape {
-  int64_t m, n, k;
 };
 
 // ---- the portable tier ---------------------------------------------------------------------
@@ -245,16 +172,6 @@ TEST(GemmI8Portable, AutoOnTheHostIsPortable) {
 }
 
 // ---- the ASM tier, through the ABI twins -----------------------------------------------------
-
-struct ArchCase {
-  const char* arch;
-  int cus;
-};
-constexpr ArchCase kArchs[] = {{"gfx942", 304}, {"gfx950", 256}};
-
-ja::Arch arch_of(const ArchCase& a) {
-  return std::string_view(a.arch) == "gfx942" ? ja::Arch::kGfx942 : ja::Arch::kGfx950;
-}
 
 // Every row of each arch forced by name, unsplit and (rows that split) split 2, 3 and 5; with and
 // without bias; M not a multiple of any tile.
@@ -320,14 +237,6 @@ TEST(GemmI8AsmTwins, HeuristicChoices) {
 TEST(GemmI8AsmTwins, PlanPacksAsAiterDoes) {
   I8Call c(100, 256, 640, false, 7);
   ops::GemmI8Params p;
-  auto tensor = [](Array& arr) {
-    ops::Tensor t;
-    t.data = arr.data();
-    t.dtype = arr.dtype;
-    t.rank = static_cast<int>(arr.dims.size());
-    for (int i = 0; i < t.rank; ++i) t.dims[i] = arr.dims[i];
-    return t;
-  };
   p.a = tensor(c.a);
   p.b = tensor(c.b);
   p.a_scale = tensor(c.a_scale);
@@ -362,15 +271,7 @@ TEST(GemmI8AsmTwins, PlanPacksAsAiterDoes) {
   EXPECT_EQ(args.M.value, 100u);
   for (std::byte pad : args.ks.pad) EXPECT_EQ(pad, std::byte{0});
   // Run the steps by hand: the result is right only with both memsets.
-  for (const auto& step : plan.view()) {
-    if (step.kind == ja::kernels::Step::Kind::kMemset) {
-      ASSERT_TRUE(ja::runtime::Host::memset(0, nullptr, step.memset).ok());
-    } else {
-      const auto& k = ja::runtime::Host::resolve(0, *step.launch.kernel);
-      ASSERT_TRUE(k.status.ok());
-      ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, step.launch).ok());
-    }
-  }
+  ASSERT_TRUE(run_on_host(plan));
   EXPECT_TRUE(c.check(3));
   // Without the out memset, the poisoned out stays NaN; without the bias memset, garbage is added.
   c.out.poison();

@@ -15,10 +15,13 @@
 
 #include "jax_aiter/ops/gemm_fp4_asm.hpp"
 
+#include "gemm_select_testing.hpp"
+
 namespace {
 
 namespace ja = jax_aiter;
 using ja::Arch;
+using namespace ja::gemm_testing;
 
 struct CsvRow {
   std::string_view name;
@@ -64,12 +67,6 @@ const std::vector<CsvRow> kCsv = {
     {"f4gemm_bf16_per1x32Fp4_BpreShuffle_96x640", 96, 640, false, true},
 };
 // clang-format on
-
-struct Expected {
-  bool any = false;
-  std::string name;
-  int64_t split = 1;
-};
 
 // The rule, with every candidate scored and the minimum taken by key.
 Expected reference(int64_t m, int64_t n, int64_t k, bool shuffled, int cus) {
@@ -129,23 +126,12 @@ TEST_P(F4SelectionGrid, MatchesTheIndependentRule) {
                                    2048, 3072, 4096, 5120, 7168, 8192, 1008, 112,  16384, 28672};
   const std::vector<int64_t> ks = {256,  512,  768,  1024,  1536, 2048,
                                    4096, 7168, 8192, 28672, 320,  64};
-  int checked = 0, chosen = 0, split = 0;
-  for (int64_t m : ms) {
-    for (int64_t n : ns) {
-      for (int64_t k : ks) {
-        const Expected want = reference(m, n, k, shuffled, cus);
-        const Expected got = ours(m, n, k, shuffled, cus);
-        ASSERT_EQ(got.any, want.any) << m << "x" << n << "x" << k;
-        if (want.any) {
-          ASSERT_EQ(got.name, want.name) << m << "x" << n << "x" << k;
-          ASSERT_EQ(got.split, want.split) << m << "x" << n << "x" << k;
-          ++chosen;
-          split += got.split > 1;
-        }
-        ++checked;
-      }
-    }
-  }
+  GridTally t;
+  ASSERT_TRUE(matches_on_grid(
+      ms, ns, ks,
+      [&](int64_t m, int64_t n, int64_t k) { return reference(m, n, k, shuffled, cus); },
+      [&](int64_t m, int64_t n, int64_t k) { return ours(m, n, k, shuffled, cus); }, t));
+  const auto [checked, chosen, split] = t;
   EXPECT_GE(checked, 5000);
   EXPECT_GT(chosen, checked / 2);
   if (shuffled) {

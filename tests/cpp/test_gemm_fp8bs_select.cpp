@@ -18,10 +18,13 @@
 #include "jax_aiter/ops/gemm_fp8bs_asm.hpp"
 #include "jax_aiter/ops/gemm_fp8bs_portable.hpp"
 
+#include "gemm_select_testing.hpp"
+
 namespace {
 
 namespace ja = jax_aiter;
 using ja::Arch;
+using namespace ja::gemm_testing;
 
 // hsa/<arch>/fp8gemm_blockscale/fp8gemm_bf16_blockscale.csv rows (tile_m, tile_n), CSV order;
 // both archs have all six, every one splitK = 1.
@@ -37,19 +40,6 @@ const std::vector<CsvRow> kCsv = {
     {"fp8gemm_bf16_blockscale_BpreShuffle_80x128", 80, 128},
     {"fp8gemm_bf16_blockscale_BpreShuffle_96x128", 96, 128},
 };
-
-struct Expected {
-  bool any = false;
-  std::string name;
-  int64_t split = 1;
-};
-
-// AITER's split correction: chunks of roundup(ceil(K / s), 128); the split that actually runs.
-int64_t corrected(int64_t k, int64_t s) {
-  const int64_t per = (k + s - 1) / s;
-  const int64_t chunk = (per + 127) / 128 * 128;
-  return (k + chunk - 1) / chunk;
-}
 
 // The rule, with every candidate scored and the minimum taken by key. Ties after efficiency
 // cannot happen between rows (distinct efficiencies); the stated order is ascending tile_m.
@@ -103,23 +93,11 @@ TEST_P(Fp8BsSelectionGrid, MatchesTheIndependentRule) {
   const std::vector<int64_t> ns = {128,  256,  384,  512,  640,  768,  1024, 1280,  1536,  2048,
                                    2112, 3072, 4096, 5120, 7168, 8192, 1008, 16384, 28672, 24576};
   const std::vector<int64_t> ks = {128, 256, 384, 640, 1024, 2048, 4096, 7168, 8192, 28672, 96};
-  int checked = 0, chosen = 0, split = 0;
-  for (int64_t m : ms) {
-    for (int64_t n : ns) {
-      for (int64_t k : ks) {
-        const Expected want = reference(m, n, k, cus);
-        const Expected got = ours(m, n, k, arch, cus);
-        ASSERT_EQ(got.any, want.any) << m << "x" << n << "x" << k;
-        if (want.any) {
-          ASSERT_EQ(got.name, want.name) << m << "x" << n << "x" << k;
-          ASSERT_EQ(got.split, want.split) << m << "x" << n << "x" << k;
-          ++chosen;
-          split += got.split > 1;
-        }
-        ++checked;
-      }
-    }
-  }
+  GridTally t;
+  ASSERT_TRUE(matches_on_grid(
+      ms, ns, ks, [&](int64_t m, int64_t n, int64_t k) { return reference(m, n, k, cus); },
+      [&](int64_t m, int64_t n, int64_t k) { return ours(m, n, k, arch, cus); }, t));
+  const auto [checked, chosen, split] = t;
   EXPECT_GE(checked, 5000);
   EXPECT_GT(chosen, checked / 2);
   EXPECT_GT(split, chosen / 10);
@@ -128,10 +106,7 @@ TEST_P(Fp8BsSelectionGrid, MatchesTheIndependentRule) {
               std::string(name(arch)).c_str(), cus, checked, chosen, split);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, Fp8BsSelectionGrid,
-                         ::testing::Values(std::tuple{Arch::kGfx942, 304},
-                                           std::tuple{Arch::kGfx942, 80},
-                                           std::tuple{Arch::kGfx950, 256}));
+INSTANTIATE_TEST_SUITE_P(Archs, Fp8BsSelectionGrid, grid_archs());
 
 // Worked examples of the stated rule.
 TEST(Fp8BsSelection, WorkedExamples) {

@@ -14,10 +14,13 @@
 
 #include "jax_aiter/ops/gemm_asm.hpp"
 
+#include "gemm_select_testing.hpp"
+
 namespace {
 
 namespace ja = jax_aiter;
 using ja::Arch;
+using namespace ja::gemm_testing;
 
 // Non-preshuffled rows of hsa/<arch>/bf16gemm/bf16gemm_fp32bf16.csv, in CSV order (gfx950's adds
 // bf16gemm_bf16_tn_256x256 first): name, tileM, tileN, splitK, bias, archs.
@@ -37,12 +40,6 @@ const std::vector<CsvRow> kCsv = {
     {"bf16gemm_fp32bf16_tn_48x64_splitk_clean", 48, 64, true, true, true, true},
     {"bf16gemm_fp32bf16_tn_64x64_splitk_clean", 64, 64, true, true, true, true},
     {"bf16gemm_fp32bf16_tn_80x64_splitk_clean", 80, 64, true, true, true, true},
-};
-
-struct Expected {
-  bool any = false;
-  std::string name;
-  int64_t split = 1;
 };
 
 // The rule, with every candidate scored and the minimum taken by key.
@@ -105,25 +102,15 @@ TEST_P(SelectionGrid, MatchesTheIndependentRule) {
   const std::vector<int64_t> ns = {64,   128,  192,  256,  320,  512,  640,  768, 1024, 1280,
                                    1536, 2048, 2560, 3072, 4096, 5120, 8192, 100, 1000, 16384};
   const std::vector<int64_t> ks = {64, 128, 192, 320, 1024, 2048, 4096, 8192, 100, 28672};
-  int checked = 0, chosen = 0, split = 0;
-  for (int64_t m : ms) {
-    for (int64_t n : ns) {
-      for (int64_t k : ks) {
-        for (bool bias : {false, true}) {
-          const Expected want = reference(m, n, k, arch, cus, bias);
-          const Expected got = ours(m, n, k, arch, cus, bias);
-          ASSERT_EQ(got.any, want.any) << m << "x" << n << "x" << k << " bias " << bias;
-          if (want.any) {
-            ASSERT_EQ(got.name, want.name) << m << "x" << n << "x" << k << " bias " << bias;
-            ASSERT_EQ(got.split, want.split) << m << "x" << n << "x" << k << " bias " << bias;
-            ++chosen;
-            split += got.split > 1;
-          }
-          ++checked;
-        }
-      }
-    }
+  GridTally t;
+  for (bool bias : {false, true}) {
+    ASSERT_TRUE(matches_on_grid(
+        ms, ns, ks,
+        [&](int64_t m, int64_t n, int64_t k) { return reference(m, n, k, arch, cus, bias); },
+        [&](int64_t m, int64_t n, int64_t k) { return ours(m, n, k, arch, cus, bias); }, t))
+        << "bias " << bias;
   }
+  const auto [checked, chosen, split] = t;
   EXPECT_GE(checked, 5000);
   // The grid exercises both outcomes and both kinds of rows.
   EXPECT_GT(chosen, checked / 2);
@@ -132,10 +119,7 @@ TEST_P(SelectionGrid, MatchesTheIndependentRule) {
               std::string(name(arch)).c_str(), cus, checked, chosen, split);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, SelectionGrid,
-                         ::testing::Values(std::tuple{Arch::kGfx942, 304},
-                                           std::tuple{Arch::kGfx942, 80},
-                                           std::tuple{Arch::kGfx950, 256}));
+INSTANTIATE_TEST_SUITE_P(Archs, SelectionGrid, grid_archs());
 
 // AITER's own choices (ABI-AND-RULES.md section 4.1), where they do not depend on its hash order.
 TEST(Selection, AgreesWithAiterWhereItsOrderDoesNotMatter) {
