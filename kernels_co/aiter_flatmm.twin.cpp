@@ -3,9 +3,9 @@
 // shared/aiter_flatmm.h), named by the row's (plain C) symbol and declaring AITER's kernel
 // arguments as AITER's code object does (names, offsets, sizes, 112-byte kernarg segment:
 // /work/shared/aiter-facts/kernel-arguments.txt; tests/cpp/data/check_twin_kernargs.py compares
-// them). It honours AITER's launch contract with our own fp8 tile (jax_aiter_flatmm_tile.hpp), so
-// an ASM-tier plan runs unchanged with the twin in place of AITER's code object: on AMD without an
-// AITER checkout, and on sm_90.
+// them). It honours AITER's launch contract with our own fp8 tile (jax_aiter_gemm_fp8bs_tile.hpp),
+// so an ASM-tier plan runs unchanged with the twin in place of AITER's code object: on AMD without
+// an AITER checkout, and on sm_90.
 //
 // Contract (AITER at e4048607a535, csrc/py_itfs_cu/asm_flatmm_a8w8_blockscale.cu; restated in our
 // aiter-facts ABI-AND-RULES.md section 4.5), as the twin honours it:
@@ -22,7 +22,7 @@
 // Build: as gemm.kernel.cpp (nvcc -cubin -arch=sm_90 ...; clang++-22 -x hip ... with
 // -fhip-kernel-arg-name for the argument names).
 #include "jax_aiter/kernels/shared/aiter_flatmm.h"
-#include "jax_aiter_flatmm_tile.hpp"
+#include "jax_aiter_gemm_fp8bs_tile.hpp"
 
 namespace ja::twin_flatmm {
 
@@ -32,7 +32,7 @@ inline constexpr int kHalfN = 128, kBK = 64;
 template <int TM, int TN>
 JA_DEVICE void flatmm(const void* A, const void* B, const void* SA, const void* SB, void* D,
                       int m_dim, int n_dim, int k_dim) {
-  using T = FlatmmF8Tile<TM, kHalfN, kBK, abi::kBlockThreads>;
+  using T = GemmFp8BsTile<TM, kHalfN, kBK, abi::kBlockThreads>;
   JA_SHARED Pack<uint16_t, 8> smem[T::kSmemElems / 8];
   const int M = m_dim, N = n_dim, K = k_dim;
   const int m0 = block_id_y() * TM;
@@ -43,13 +43,17 @@ JA_DEVICE void flatmm(const void* A, const void* B, const void* SA, const void* 
     const int n0 = block_id() * TN + h * kHalfN;
     if (n0 >= N) break;
     const int cols = N - n0 < kHalfN ? N - n0 : kHalfN;
+    const float* xs = static_cast<const float*>(SA) + m0;                     // [K/128, M]
+    const float* ws = static_cast<const float*>(SB) + n0 / abi::kScaleBlock;  // [K/128, N/128]
     T t;
-    t.run(reinterpret_cast<uint16_t*>(smem),
-          static_cast<const unsigned char*>(A) + static_cast<int64_t>(m0) * K, K, rows,
-          static_cast<const unsigned char*>(B), K, n0, cols, static_cast<const float*>(SA) + m0, M,
-          static_cast<const float*>(SB) + n0 / abi::kScaleBlock, scale_n);
+    t.run(
+        reinterpret_cast<uint16_t*>(smem),
+        static_cast<const unsigned char*>(A) + static_cast<int64_t>(m0) * K, K, rows,
+        static_cast<const unsigned char*>(B), K, n0, cols, 0, K,
+        [&](int kb) { return xs + static_cast<int64_t>(kb) * M; },
+        [&](int kb) { return ws[static_cast<int64_t>(kb) * scale_n]; });
     uint16_t* o = static_cast<uint16_t*>(D) + static_cast<int64_t>(m0) * N + n0;
-    for_each_valid_f8(t, rows, cols, [&](int r, int c, float v) {
+    for_each_valid_f32(t, rows, cols, [&](int r, int c, float v) {
       o[static_cast<int64_t>(r) * N + c] = F16::store(v);
     });
   }

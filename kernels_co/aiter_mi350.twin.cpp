@@ -3,7 +3,7 @@
 // by the row's symbol and declaring AITER's kernel arguments as AITER's code objects do (the
 // MoE-style names O, X, G, ... at AITER's offsets, a 368-byte segment: /work/shared/aiter-facts/
 // kernel-arguments.txt; tests/cpp/data/check_twin_kernargs.py compares them). Each honours the
-// launch contract with our own fp8 tile (jax_aiter_gemm_fp8_tile.hpp), so an ASM-tier plan runs
+// launch contract with our own fp8 tile (jax_aiter_gemm_fp8bs_tile.hpp), so an ASM-tier plan runs
 // unchanged with the twin in place of AITER's code object: on AMD without an AITER checkout, and
 // on sm_90.
 //
@@ -21,7 +21,7 @@
 // Build: as gemm.kernel.cpp (nvcc -cubin -arch=sm_90 ...; clang++-22 -x hip ... with
 // -fhip-kernel-arg-name for the argument names).
 #include "jax_aiter/kernels/shared/aiter_mi350.h"
-#include "jax_aiter_gemm_fp8_tile.hpp"
+#include "jax_aiter_gemm_fp8bs_tile.hpp"
 
 namespace ja::twin_mi350 {
 
@@ -33,7 +33,7 @@ template <int TM>
 JA_DEVICE void mi350(void* O, const void* X, const void* G, const void* XQ, const void* GQ,
                      uint32_t dim, uint32_t hdim, uint32_t batch, uint32_t xs, uint32_t gus,
                      uint32_t os) {
-  using T = GemmFp8Tile<TM, kHalf, kBK, abi::kBlockThreads>;
+  using T = GemmFp8BsTile<TM, kHalf, kBK, abi::kBlockThreads>;
   JA_SHARED Pack<uint16_t, 8> smem[T::kSmemElems / 8];
   const int M = static_cast<int>(batch), N = static_cast<int>(hdim), K = static_cast<int>(dim);
   const int m0 = block_id_y() * TM;
@@ -47,15 +47,16 @@ JA_DEVICE void mi350(void* O, const void* X, const void* G, const void* XQ, cons
     if (n0 >= N) break;  // uniform across the block
     const int cols = N - n0 < kHalf ? N - n0 : kHalf;
     const int nb = n0 / kHalf;
-    fp8_block_scale_tile<TM, kHalf, kBK, abi::kBlockThreads>(
+    T t;
+    t.run(
         reinterpret_cast<uint16_t*>(smem),
         static_cast<const unsigned char*>(X) + static_cast<int64_t>(m0) * xs, xs, rows,
-        static_cast<const unsigned char*>(G), gus, n0, cols, K,
-        [&](int kb, int r) { return x_scale[abi::x_scale_index(kb, m0 + r, M)]; },
-        [&](int kb) { return w_scale[abi::w_scale_index(nb, kb, K)]; },
-        [&](int r, int c, float v) {
-          reinterpret_cast<uint16_t*>(out + static_cast<int64_t>(r) * os)[n0 + c] = BF16::store(v);
-        });
+        static_cast<const unsigned char*>(G), gus, n0, cols, 0, K,
+        [&](int kb) { return x_scale + abi::x_scale_index(kb, m0, M); },
+        [&](int kb) { return w_scale[abi::w_scale_index(nb, kb, K)]; });
+    for_each_valid_f32(t, rows, cols, [&](int r, int c, float v) {
+      reinterpret_cast<uint16_t*>(out + static_cast<int64_t>(r) * os)[n0 + c] = BF16::store(v);
+    });
   }
 }
 

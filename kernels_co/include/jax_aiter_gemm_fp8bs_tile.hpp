@@ -1,15 +1,23 @@
-// The fp8 warp tiles of our portable FP8 block-scale GEMM (kernels_co/gemm_fp8bs.kernel.cpp) and
-// the ABI twins of AITER's (kernels_co/aiter_fp8gemm_blockscale.twin.cpp). They plug into the
-// 8-bit block tile of the INT8 GEMM (GemmI8Tile, jax_aiter_gemm_i8_tile.hpp: the same loader, the
-// same shuffled (16, 16) B, the same shared-memory layout), since e4m3 fragments are laid out as
-// s8 ones:
+// The fp8 (e4m3) block-scale tile of every FP8 block-scale GEMM we build: our portable kernels
+// (kernels_co/gemm_fp8bs.kernel.cpp, gemm_fp8_mi350.kernel.cpp, flatmm_fp8.kernel.cpp) and the ABI
+// twins of AITER's (kernels_co/aiter_fp8gemm_blockscale.twin.cpp, aiter_mi350.twin.cpp,
+// aiter_flatmm.twin.cpp):
+//
+//   total[r][c] = sum over 128-wide K blocks kb of xs(kb, r) * ws(kb) * (A[r, kb] . B[c, kb]),
+//
+// A fp8 row-major, B fp8 in AITER's shuffled (16, 16) layout (FlatMM's weight layout is the same
+// bytes, kernels/shared/aiter_flatmm.h). The fp8 warp tiles plug into the 8-bit block tile of the
+// INT8 GEMM (GemmI8Tile, jax_aiter_gemm_i8_tile.hpp: the same loader, the same shuffled B, the
+// same shared-memory layout), since e4m3 fragments are laid out as s8 ones:
 //   sm_90: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (PTX ISA, "Matrix Fragments for
 //     mma.m16n8k32", .e4m3 as .s8), f32 accumulators as s32 ones.
 //   gfx942/gfx950: v_mfma_f32_16x16x32_fp8_fp8 (operands as v_mfma_i32_16x16x32_i8's; gfx942
 //     reads e4m3fnuz, gfx950 OCP e4m3fn).
 // Block scales: the accumulators hold one 128-wide K block's partial sums; fold(s) adds them,
-// times s(row) (= a_scale * b_scale of the block), into float totals and clears them. The
-// kernel calls fold after every second 64-byte k-tile (GemmI8Tile::run's hook).
+// times s(row) (= xs * ws of the block), into float totals and clears them. The tile calls fold
+// after every second 64-byte k-tile (GemmI8Tile::run's hook). What differs between the families
+// (where the scales live, the output type) stays in the kernels: scale functors or pointers here,
+// the store in their epilogues.
 #pragma once
 
 #include "jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.h"
@@ -184,28 +192,40 @@ struct F8WarpTile {
 #endif
 
 // One block's tile of the block-scale product over K [k_begin, k_end) (multiples of 128):
-// a, b, lda, K as GemmI8Tile::run; sa: a_scale's K-block-major rows (row m0 of block kb at
-// sa[kb * sa_stride]); sb: this block's b_scale row (N block n0 / 128), sb[kb].
+// a, b, lda, K as GemmI8Tile::run (K: the bytes of a B row, which lays out the shuffled weight).
+// xs(kb): the A scales of K block kb, tile row r at xs(kb)[r] (r < rows_a); ws(kb): the B scale of
+// K block kb for the tile's columns (BN <= 128: one scale column block a tile).
 template <int BM, int BN, int BK, int THREADS>
 struct GemmFp8BsTile {
   static_assert(BN <= 128 && 128 % BK == 0, "one b_scale row a block; whole k-tiles a scale block");
   using Base = GemmI8Tile<BM, BN, BK, THREADS, F8WarpTile>;
   static constexpr int kSmemElems = Base::kSmemElems;
   static constexpr int kRun = Base::kRun;
+  static constexpr int kScaleK = jax_aiter::kernels::aiter_fp8bs::kScaleK;  // 128
   Base t;
 
+  template <class XS, class WS>
   JA_DEVICE void run(uint16_t* smem, const unsigned char* a, int64_t lda, int rows_a,
                      const unsigned char* b, int64_t K, int n0, int rows_b, int k_begin, int k_end,
-                     const float* sa, int64_t sa_stride, const float* sb) {
-    constexpr int kScaleK = jax_aiter::kernels::aiter_fp8bs::kScaleK;
+                     XS&& xs, WS&& ws) {
     t.run(smem, a, lda, rows_a, b, K, n0, rows_b, k_begin, k_end, [&](int kt) {
       const int k_next = k_begin + (kt + 1) * BK;
       if (k_next % kScaleK != 0 && k_next < k_end) return;
       const int kb = (k_next - 1) / kScaleK;
-      const float* sak = sa + static_cast<int64_t>(kb) * sa_stride;
-      const float s_b = sb[kb];
+      const float* sak = xs(kb);
+      const float s_b = ws(kb);
       t.tile.fold([&](int r) { return r < rows_a ? sak[r] * s_b : 0.f; });
     });
+  }
+  // The scales as arrays: sa, a_scale's K-block-major rows (row m0 of block kb at
+  // sa[kb * sa_stride]); sb, this block's b_scale row (N block n0 / 128), sb[kb].
+  JA_DEVICE void run(uint16_t* smem, const unsigned char* a, int64_t lda, int rows_a,
+                     const unsigned char* b, int64_t K, int n0, int rows_b, int k_begin, int k_end,
+                     const float* sa, int64_t sa_stride, const float* sb) {
+    run(
+        smem, a, lda, rows_a, b, K, n0, rows_b, k_begin, k_end,
+        [&](int kb) { return sa + static_cast<int64_t>(kb) * sa_stride; },
+        [&](int kb) { return sb[kb]; });
   }
   template <class F>
   JA_DEVICE void for_each(F&& f) const {

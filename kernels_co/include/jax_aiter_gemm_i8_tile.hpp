@@ -234,9 +234,8 @@ struct NoKTileHook {
   JA_DEVICE void operator()(int) const {}
 };
 
-// WarpTile: the warp's accumulators and tensor-core steps (I8WarpTile; the FP8 GEMMs pass their
-// own, jax_aiter_gemm_fp8bs_tile.hpp and jax_aiter_gemm_fp8_tile.hpp, over the same 8-bit operand
-// tiles).
+// WarpTile: the warp's accumulators and tensor-core steps (I8WarpTile; the FP8 block-scale GEMMs
+// pass their own, jax_aiter_gemm_fp8bs_tile.hpp, over the same 8-bit operand tiles).
 template <int BM, int BN, int BK, int THREADS, template <int, int, int> class WarpTile = I8WarpTile>
 struct GemmI8Tile {
   static constexpr int kWarps = THREADS / kWarp;

@@ -27,11 +27,12 @@ if(JAX_AITER_AITER_FACTS AND JAX_AITER_CLANG AND JAX_AITER_LLVM_READELF AND Pyth
               --no-gpu-bundle-output -nogpuinc -nogpulib -mcode-object-version=5 -fuse-cuid=none
               -fhip-kernel-arg-name -O3 -std=c++20 -I ${PROJECT_SOURCE_DIR}/kernels_co/include
               -I ${PROJECT_SOURCE_DIR}/include -o ${_co} ${_mi350_twin_src}
-      DEPENDS ${_mi350_twin_src} ${PROJECT_SOURCE_DIR}/kernels_co/include/jax_aiter_gemm_fp8_tile.hpp
+      DEPENDS ${_mi350_twin_src} ${PROJECT_SOURCE_DIR}/kernels_co/include/jax_aiter_gemm_fp8bs_tile.hpp
               ${PROJECT_SOURCE_DIR}/kernels_co/include/jax_aiter_gemm_i8_tile.hpp
               ${PROJECT_SOURCE_DIR}/kernels_co/include/jax_aiter_mma.hpp
               ${PROJECT_SOURCE_DIR}/kernels_co/include/jax_aiter_device.hpp
               ${PROJECT_SOURCE_DIR}/include/jax_aiter/kernels/shared/aiter_mi350.h
+              ${PROJECT_SOURCE_DIR}/include/jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.h
       COMMENT "Compiling the AITER MI350 FP8 twins for ${arch}"
       VERBATIM)
     list(APPEND _mi350_twin_args ${arch}=${_co})

@@ -1,13 +1,14 @@
-// The AMD fp8 fragment code of kernels_co/include/jax_aiter_flatmm_tile.hpp (MfmaF8WaveTile, which
+// The AMD fp8 fragment code of the FlatMM kernels (MfmaI8WaveTile of jax_aiter_gemm_i8_tile.hpp
+// with float accumulators, as GemmFp8BsTile of jax_aiter_gemm_fp8bs_tile.hpp runs it; code which
 // the gfx942/gfx950 kernels run and no machine of ours can), run on the CPU for every lane of every
 // wave of the block tiles we build, against v_mfma_f32_16x16x32_fp8_fp8 emulated from its
 // documented operand layout (the int8 16x16x32's: lane l holds A[l % 16][8 (l / 16) + j] and
 // B[8 (l / 16) + j][l % 16], byte j of its 64-bit operand; D[4 (l / 16) + r][l % 16] in v[r]),
-// fp8 decoded here by bit arithmetic (e4m3fnuz, gfx942's). The stage is filled as FlatmmF8Tile's
+// fp8 decoded here by bit arithmetic (e4m3fnuz, gfx942's). The stage is filled as GemmI8Tile's
 // loader fills it: A rows, and B chunks read from a FlatMM weight built here as AITER's op test
-// builds it, at the loader's addresses (flat_chunk, 16 bytes of buffer per byte of K). Each
-// 128-wide K block's partials are folded with per-row and per-block scales at the rows the
-// kernel's fold uses (acc_row), and the result must match a float64 reference. (The sm_90 path
+// builds it, at the loader's addresses (i8_tile::b_chunk, the shuffled (16, 16) layout: FlatMM's
+// bytes). Each 128-wide K block's partials are folded with per-row and per-block scales at the rows
+// the kernel's fold uses (acc_row), and the result must match a float64 reference. (The sm_90 path
 // ran on an H100 through tests/python/test_flatmm.py.) A deliberately wrong layout must fail.
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@
 #include <vector>
 
 #include "jax_aiter/kernels/shared/aiter_flatmm.h"
-#include "jax_aiter_flatmm_tile.hpp"
+#include "jax_aiter_gemm_fp8bs_tile.hpp"
 
 namespace {
 
@@ -58,7 +59,7 @@ template <int BM, int BN, int BK>
 int run_block(int kblocks, uint32_t seed, bool wrong = false) {
   constexpr int kWaves = 4;
   using Warps = ja::WarpLayout<BM, BN, kWaves, 16>;
-  using Wave = ja::MfmaF8WaveTile<BK, Warps::TM, Warps::TN>;
+  using Wave = ja::MfmaI8WaveTile<BK, Warps::TM, Warps::TN>;
   using Layout = ja::TileLayout<BK / 2>;
   constexpr int MI = Wave::kMI, NJ = Wave::kNJ;
   const int K = kblocks * 128;
@@ -89,7 +90,8 @@ int run_block(int kblocks, uint32_t seed, bool wrong = false) {
     for (int r = 0; r < BM + BN; ++r) {
       for (int c = 0; c < BK / 16; ++c) {
         const uint8_t* src = r < BM ? a.data() + r * K + 16 * c + kt * BK
-                                    : bf.data() + L::flat_chunk(r - BM, c, K) + 16 * (kt * BK);
+                                    : bf.data() + ja::i8_tile::b_chunk(K, r - BM, c) +
+                                          ja::i8_tile::kBStride * (kt * BK);
         std::memcpy(&st[Layout::chunk_offset(r, c)], src, 16);
       }
     }
