@@ -32,6 +32,11 @@
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/ffi/attention.hpp"
 #include "jax_aiter/ffi/binder.hpp"
+#include "jax_aiter/ffi/flatmm_fp8.hpp"
+#include "jax_aiter/ffi/gemm_fp4.hpp"
+#include "jax_aiter/ffi/gemm_fp8_mi350.hpp"
+#include "jax_aiter/ffi/gemm_fp8bs.hpp"
+#include "jax_aiter/ffi/gemm_i8.hpp"
 #include "jax_aiter/ffi/rmsnorm.hpp"
 #include "jax_aiter/ffi/spec.hpp"
 #include "jax_aiter/ffi/tensor.hpp"
@@ -453,6 +458,98 @@ void BM_AttnBwdDecodeValidatePlan(benchmark::State& state) {
   attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
 }
 BENCHMARK(BM_AttnBwdDecodeValidatePlan)->Arg(0)->Arg(1);
+
+// The quantized GEMMs' decode + validate + plan for a decode-sized call (M = 16, or 32 for FP4
+// as gemm_fp4 pads it; N = K = 4096): Arg 0 plans AITER's tier for its AMD arch, Arg 1 the
+// portable tier for sm_90 (the INT8 one splits K into its workspace accumulator).
+using Attrs = std::vector<std::pair<std::string_view, ja::ffi::AttrValue>>;
+
+Attrs gemm_attrs(std::string_view layout_name, std::string_view layout, bool splitk) {
+  Attrs a{{layout_name, ja::ffi::AttrValue::string("STRING", layout)},
+          {"kernel", ja::ffi::AttrValue::string("STRING", "")}};
+  if (splitk) a.emplace_back("splitk", ja::ffi::AttrValue::i64("S64", -1));
+  return a;
+}
+
+const ja::Target kGfx950{ja::BackendKind::kHip, ja::Arch::kGfx950, 256};
+
+void BM_GemmI8DecodeValidatePlan(benchmark::State& state) {
+  ja::ops::GemmI8Params sizing;
+  int64_t a[2] = {16, 4096}, b[2] = {4096, 4096};
+  sizing.a = ja::ops::Tensor::over(nullptr, ja::DType::kI8, a);
+  sizing.b = ja::ops::Tensor::over(nullptr, ja::DType::kI8, b);
+  const int64_t ws = ja::ops::GemmI8::workspace_bytes(sizing);
+  Buffers bufs{{XLA_FFI_DataType_S8, {16, 4096}},  {XLA_FFI_DataType_S8, {4096, 4096}},
+               {XLA_FFI_DataType_F32, {16, 1}},    {XLA_FFI_DataType_F32, {1, 4096}},
+               {XLA_FFI_DataType_U8, {0}},         {XLA_FFI_DataType_BF16, {16, 4096}},
+               {XLA_FFI_DataType_U8, {ws / 4 + 1}}};
+  GenericCall<ja::ops::GemmI8> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3), bufs.at(4)},
+                                    {bufs.at(5), bufs.at(6)},
+                                    gemm_attrs("b_layout", "16x16", true)};
+  attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
+}
+BENCHMARK(BM_GemmI8DecodeValidatePlan)->Arg(0)->Arg(1);
+
+// fp8 of the format the target reads (gfx942: e4m3fnuz; gfx950 and sm_90: e4m3fn).
+XLA_FFI_DataType fp8_for(const ja::Target& t) {
+  return t.arch == ja::Arch::kGfx942 ? XLA_FFI_DataType_F8E4M3FNUZ : XLA_FFI_DataType_F8E4M3FN;
+}
+
+void BM_GemmFp8BlockscaleDecodeValidatePlan(benchmark::State& state) {
+  const ja::Target& t = state.range(0) == 0 ? kGfx942 : kSm90;
+  Buffers bufs{{fp8_for(t), {16, 4096}},
+               {fp8_for(t), {4096, 4096}},
+               {XLA_FFI_DataType_F32, {32, 16}},
+               {XLA_FFI_DataType_F32, {32, 32}},
+               {XLA_FFI_DataType_BF16, {16, 4096}},
+               {XLA_FFI_DataType_U8, {4096}}};
+  GenericCall<ja::ops::GemmFp8Bs> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
+                                       {bufs.at(4), bufs.at(5)},
+                                       gemm_attrs("b_layout", "16x16", true)};
+  attention_plan(state, call, t);
+}
+BENCHMARK(BM_GemmFp8BlockscaleDecodeValidatePlan)->Arg(0)->Arg(1);
+
+void BM_GemmFp8Mi350DecodeValidatePlan(benchmark::State& state) {
+  const ja::Target& t = state.range(0) == 0 ? kGfx950 : kSm90;
+  Buffers bufs{{fp8_for(t), {16, 4096}},
+               {fp8_for(t), {4096, 4096}},
+               {XLA_FFI_DataType_F32, {32, 16}},
+               {XLA_FFI_DataType_F32, {32, 32}},
+               {XLA_FFI_DataType_BF16, {16, 4096}}};
+  GenericCall<ja::ops::GemmFp8Mi350> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
+                                          {bufs.at(4)},
+                                          gemm_attrs("b_layout", "16x16", false)};
+  attention_plan(state, call, t);
+}
+BENCHMARK(BM_GemmFp8Mi350DecodeValidatePlan)->Arg(0)->Arg(1);
+
+void BM_FlatmmFp8DecodeValidatePlan(benchmark::State& state) {
+  const ja::Target& t = state.range(0) == 0 ? kGfx942 : kSm90;
+  Buffers bufs{{fp8_for(t), {16, 4096}},
+               {fp8_for(t), {4096, 4096}},
+               {XLA_FFI_DataType_F32, {32, 16}},
+               {XLA_FFI_DataType_F32, {32, 32}},
+               {XLA_FFI_DataType_F16, {16, 4096}}};
+  GenericCall<ja::ops::FlatmmFp8> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
+                                       {bufs.at(4)},
+                                       gemm_attrs("w_layout", "flatmm", false)};
+  attention_plan(state, call, t);
+}
+BENCHMARK(BM_FlatmmFp8DecodeValidatePlan)->Arg(0)->Arg(1);
+
+void BM_GemmFp4DecodeValidatePlan(benchmark::State& state) {
+  Buffers bufs{{XLA_FFI_DataType_U8, {32, 2048}},
+               {XLA_FFI_DataType_U8, {4096, 2048}},
+               {XLA_FFI_DataType_U8, {256, 128}},
+               {XLA_FFI_DataType_U8, {4096, 128}},
+               {XLA_FFI_DataType_BF16, {32, 4096}}};
+  GenericCall<ja::ops::GemmFp4> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
+                                     {bufs.at(4)},
+                                     gemm_attrs("b_layout", "16x16", true)};
+  attention_plan(state, call, state.range(0) == 0 ? kGfx950 : kSm90);
+}
+BENCHMARK(BM_GemmFp4DecodeValidatePlan)->Arg(0)->Arg(1);
 
 void BM_RmsNormHandler(benchmark::State& state) {
   const int64_t rows = state.range(0), n = state.range(1);
