@@ -65,24 +65,6 @@ constexpr bool valid_split(int64_t k, int64_t split) {
   return split >= 1 && ceil_div(k, A::split_chunk(k, split)) == split;
 }
 
-struct Score {
-  int64_t rounds, idle;
-  int tm, tn;
-
-  // Strictly better: fewer rounds, then fewer idle CUs, then higher efficiency.
-  constexpr bool better_than(const Score& o) const {
-    if (rounds != o.rounds) return rounds < o.rounds;
-    if (idle != o.idle) return idle < o.idle;
-    return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
-  }
-};
-
-constexpr Score score(const kernels::AiterFp8BsRow& r, const AiterFp8BsQuery& q, int64_t split) {
-  const int64_t tiles = ceil_div(q.m, r.tile_m) * (q.n / r.tile_n);
-  const auto [rounds, idle] = aiter_rules::cu_rounds(tiles * split, q.compute_units);
-  return {rounds, idle, r.tile_m, r.tile_n};
-}
-
 }  // namespace gemm_fp8bs_asm_detail
 
 // AITER's FP8 block-scale row and split for a call, or why none runs it.
@@ -109,25 +91,13 @@ constexpr Verdict select_aiter_fp8bs(const AiterFp8BsQuery& q, AiterFp8BsChoice*
     }
     return Verdict::no("the forced kernel is not an fp8gemm_blockscale row for this arch");
   }
-  const kernels::AiterFp8BsRow* best = nullptr;
-  Score best_score{};
-  int64_t best_split = 1;
-  for (const auto& r : kernels::kAiterFp8BsRows) {
-    if (!r.on(q.arch) || q.n % r.tile_n != 0) continue;
-    const int64_t first = forced_split > 0 ? forced_split : 1;
-    const int64_t last = forced_split > 0 ? forced_split : A::kMaxSplit;
-    for (int64_t split = first; split <= last; ++split) {
-      if (!valid_split(q.k, split)) continue;
-      const Score s = score(r, q, split);
-      if (best == nullptr || s.better_than(best_score)) {
-        best = &r;
-        best_score = s;
-        best_split = split;
-      }
-    }
-  }
-  if (best == nullptr) return Verdict::no("N = {} is not a multiple of 128", q.n);
-  *out = {best, static_cast<int>(best_split)};
+  const auto best = aiter_rules::best_row_and_split(
+      kernels::kAiterFp8BsRows, q.m, q.n, q.compute_units, forced_split > 0 ? forced_split : 1,
+      forced_split > 0 ? forced_split : A::kMaxSplit,
+      [&](const kernels::AiterFp8BsRow& r) { return r.on(q.arch) && q.n % r.tile_n == 0; },
+      [&](int64_t split) { return valid_split(q.k, split); });
+  if (best.row == nullptr) return Verdict::no("N = {} is not a multiple of 128", q.n);
+  *out = {best.row, static_cast<int>(best.split)};
   return Verdict::yes();
 }
 

@@ -60,30 +60,9 @@ namespace gemm_i8_asm_detail {
 
 namespace A = kernels::aiter_i8gemm;
 
-constexpr int64_t tiles(const kernels::AiterI8GemmRow& r, int64_t m, int64_t n) {
-  return ceil_div(m, r.tile_m) * (n / r.tile_n);
-}
-
 // Whether `split` K splits of 128-multiples cover K with none empty (AITER's corrected split).
 constexpr bool valid_split(int64_t k, int64_t split) {
   return split >= 1 && ceil_div(k, A::split_chunk(k, split)) == split;
-}
-
-struct Score {
-  int64_t rounds, idle;
-  int tm, tn;
-
-  // Strictly better: fewer rounds, then fewer idle CUs, then higher efficiency.
-  constexpr bool better_than(const Score& o) const {
-    if (rounds != o.rounds) return rounds < o.rounds;
-    if (idle != o.idle) return idle < o.idle;
-    return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
-  }
-};
-
-constexpr Score score(const kernels::AiterI8GemmRow& r, const AiterI8GemmQuery& q, int64_t split) {
-  const auto [rounds, idle] = aiter_rules::cu_rounds(tiles(r, q.m, q.n) * split, q.compute_units);
-  return {rounds, idle, r.tile_m, r.tile_n};
 }
 
 }  // namespace gemm_i8_asm_detail
@@ -116,27 +95,17 @@ constexpr Verdict select_aiter_i8gemm(const AiterI8GemmQuery& q, AiterI8GemmChoi
     }
     return Verdict::no("the forced kernel is not an i8gemm row for this arch");
   }
-  const kernels::AiterI8GemmRow* best = nullptr;
-  Score best_score{};
-  int64_t best_split = 1;
-  for (const auto& r : kernels::kAiterI8GemmRows) {
-    if (!r.on(q.arch) || !r.split_k || q.n % r.tile_n != 0) continue;
-    const int64_t first = forced_split > 0 ? forced_split : 1;
-    const int64_t last = forced_split > 0 ? forced_split : A::kMaxSplit;
-    for (int64_t split = first; split <= last; ++split) {
-      if (!valid_split(q.k, split)) continue;
-      const Score s = score(r, q, split);
-      if (best == nullptr || s.better_than(best_score)) {
-        best = &r;
-        best_score = s;
-        best_split = split;
-      }
-    }
-  }
-  if (best == nullptr) {
+  const auto best = aiter_rules::best_row_and_split(
+      kernels::kAiterI8GemmRows, q.m, q.n, q.compute_units, forced_split > 0 ? forced_split : 1,
+      forced_split > 0 ? forced_split : A::kMaxSplit,
+      [&](const kernels::AiterI8GemmRow& r) {
+        return r.on(q.arch) && r.split_k && q.n % r.tile_n == 0;
+      },
+      [&](int64_t split) { return valid_split(q.k, split); });
+  if (best.row == nullptr) {
     return Verdict::no("N = {} is not a multiple of a candidate row's tile N (128)", q.n);
   }
-  *out = {best, static_cast<int>(best_split)};
+  *out = {best.row, static_cast<int>(best.split)};
   return Verdict::yes();
 }
 
