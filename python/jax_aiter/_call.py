@@ -120,7 +120,7 @@ def call(target: str, *, inputs: dict, outputs: dict, attributes: dict | None = 
     args, union = _cast_to_union(tuple(inputs[n] for n in present))
     args = dict(zip(present, args))
     like = args[present[0]]
-    absent = np.zeros((0,), np.uint8)
+    absent = jax.numpy.zeros((0,), np.uint8)  # traced: custom_partitioning takes no constants
     if union is not None and len(present) < len(spec.inputs):
         absent = jax.lax.pcast(jax.numpy.zeros((0,), np.uint8), tuple(union), to="varying")
     ordered = [args[n] if n in args else absent for n in spec.inputs]

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static, like_primal, varying
 
 __all__ = ["flash_attn_func", "flash_attn_varlen", "dropout_mask"]
@@ -97,18 +97,23 @@ def _lse_shape(q, varlen: bool):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
-def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c):
+def _shard_input(shard) -> dict:
+    return {} if shard is None else {"shard": shard}
+
+
+def _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, shard, c):
     varlen = cu_q is not None
     out_shape = (*q.shape[:-1], v.shape[-1])
     got = _call.call("aiter.flash_attn_fwd",
                      inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
-                             "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key},
+                             "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key,
+                             **_shard_input(shard)},
                      outputs={"out": (out_shape, q.dtype), "lse": (_lse_shape(q, varlen), _F32)},
                      attributes=_attributes(c, False), dispatch=c["dispatch"])
     return got["out"], got["lse"]
 
 
-def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
+def _kernel_bwd(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, shard, c):
     if bias is not None:
         dbias_shape = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
     else:
@@ -116,11 +121,120 @@ def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
     got = _call.call("aiter.flash_attn_bwd",
                      inputs={"dout": dout, "q": q, "k": k, "v": v, "out": out, "lse": lse,
                              "bias": bias, "alibi_slopes": alibi, "cu_seqlens_q": cu_q,
-                             "cu_seqlens_k": cu_k, "rng_key": key},
+                             "cu_seqlens_k": cu_k, "rng_key": key, **_shard_input(shard)},
                      outputs={"dq": (q.shape, q.dtype), "dk": (k.shape, k.dtype),
                               "dv": (v.shape, v.dtype), "dbias": (dbias_shape, _F32)},
                      attributes=_attributes(c, True), dispatch=c["dispatch"])
     return got["dq"], got["dk"], got["dv"], got["dbias"]
+
+
+# ---- partitioning (jax_aiter._partition) ---------------------------------------------------------
+#
+# Factors: b (batch), sq (query rows), h (kv heads), g (query heads per kv head: a query head is
+# h * g + its index in the group, so q's head dim is the compound (h g) and a head split keeps
+# every query head with its kv head), sk (keys), d / dv (head dims). Batch and heads split ->
+# local. Query rows split (context parallelism) -> local, K and V gathered whole along the
+# sequence (sk is never split), each shard passing its row offset so causal, windows and ALiBi
+# align as in the whole call; dk / dv of a row shard are partial sums over its queries, added up
+# over the shards. A head split that would cut a kv head's group (hk not divisible by the split,
+# hk > 1) is gathered. Varlen: heads split -> local; the packed token dim is never split.
+# Dropout: each shard passes its batch, head and row offsets, so its keep mask is the whole
+# call's (the same bits as unsharded).
+
+def _dims(kind, shapes, c):
+    """Factor names of each present operand and of the results, and the factors."""
+    F, R = _partition.Factor, _partition.REPLICATE
+    varlen = c["varlen"]
+    q, k, v = shapes["q"], shapes["k"], shapes["v"]
+    hq, hk = q[-2], k[-2]
+    heads = ("h", "g")
+    factors = {"h": F(hk), "g": F(hq // hk), "d": F(q[-1], R), "dv": F(v[-1], R),
+               "key": F(2, R)}
+    if varlen:
+        rows_q, rows_k = ("tq",), ("tk",)
+        factors.update(tq=F(q[0], R), tk=F(k[0], R), cq=F(shapes["cu_seqlens_q"][0], R),
+                       ck=F(shapes["cu_seqlens_k"][0], R))
+        qd, kd, vd = (rows_q, heads, ("d",)), (rows_k, ("h",), ("d",)), (rows_k, ("h",), ("dv",))
+        od, lsed = (rows_q, heads, ("dv",)), (heads, rows_q)
+    else:
+        factors.update(b=F(q[0]), sq=F(q[1]), sk=F(k[1], R))
+        qd = (("b",), ("sq",), heads, ("d",))
+        kd, vd = (("b",), ("sk",), ("h",), ("d",)), (("b",), ("sk",), ("h",), ("dv",))
+        od, lsed = (("b",), ("sq",), heads, ("dv",)), (("b",), heads, ("sq",))
+    full = (("b",), heads, ("sq",), ("sk",))
+    dims = {"q": qd, "k": kd, "v": vd, "out": od, "dout": od, "lse": lsed,
+            "cu_seqlens_q": (("cq",),), "cu_seqlens_k": (("ck",),), "rng_key": (("key",),)}
+    if shapes.get("bias") is not None:  # broadcast dims (size 1) get factors of their own
+        bias = []
+        for i, (n, d) in enumerate(zip(shapes["bias"], full)):
+            if n == 1 and math.prod(factors[f].size for f in d) != 1:
+                factors[f"one{i}"] = F(1)
+                d = (f"one{i}",)
+            bias.append(d)
+        dims["bias"] = tuple(bias)
+    if shapes.get("alibi_slopes") is not None:
+        dims["alibi_slopes"] = (heads,) if len(shapes["alibi_slopes"]) == 1 else (("b",), heads)
+    if kind == "fwd":
+        names, results = _FWD_INPUTS, (od, lsed)
+    else:
+        factors["nobias"] = F(0, R)
+        dbias = full if shapes.get("bias") is not None else (("nobias",),)
+        names, results = _BWD_INPUTS, (qd, kd, vd, dbias)
+    operands = tuple(dims[n] for n in names if shapes.get(n) is not None)
+    return _partition.Rule(operands, results, factors)
+
+
+_FWD_INPUTS = ("q", "k", "v", "bias", "alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "rng_key")
+_BWD_INPUTS = ("dout", "q", "k", "v", "out", "lse", "bias", "alibi_slopes", "cu_seqlens_q",
+               "cu_seqlens_k", "rng_key")
+
+
+def _fwd_rule(config, shapes):
+    return _dims("fwd", dict(zip(_FWD_INPUTS, shapes)), dict(config))
+
+
+def _bwd_rule(config, shapes):
+    return _dims("bwd", dict(zip(_BWD_INPUTS, shapes)), dict(config))
+
+
+def _shard_offsets(shards, c):
+    """The shard operand (batch, query head, query row offsets and the whole call's query rows)
+    when the kernels need it: dropout, or a query-row split. None otherwise, so AITER's ASM tier,
+    which takes no offsets, stays eligible for the other splits."""
+    rows_split = not c["varlen"] and shards.split("sq")
+    moved = rows_split or any(shards.split(f) for f in ("b", "h", "g"))
+    if not moved or (c["dropout_p"] == 0.0 and not rows_split):
+        return None
+    zero = jnp.int32(0)
+    b0 = zero if c["varlen"] else shards.offset("b")
+    h0 = shards.offset("h") * jnp.int32(shards.size("g")) + shards.offset("g")
+    r0 = shards.offset("sq") if rows_split else zero
+    total = jnp.int32(shards.size("sq") if rows_split else 0)
+    return jnp.stack([b0, h0, r0, total]).astype(jnp.int32)
+
+
+@_partition.op("aiter.flash_attn_fwd", rule=_fwd_rule)
+def _part_fwd(config, shards, q, k, v, bias, alibi, cu_q, cu_k, key):
+    c = dict(config)
+    return _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, _shard_offsets(shards, c), c)
+
+
+@_partition.op("aiter.flash_attn_bwd", rule=_bwd_rule)
+def _part_bwd(config, shards, dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key):
+    c = dict(config)
+    dq, dk, dv, dbias = _kernel_bwd(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key,
+                                    _shard_offsets(shards, c), c)
+    return dq, shards.sum(dk, 1), shards.sum(dv, 2), dbias
+
+
+def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c):
+    config = tuple(sorted({**c, "varlen": cu_q is not None}.items()))
+    return _part_fwd(config, q, k, v, bias, alibi, cu_q, cu_k, key)
+
+
+def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
+    config = tuple(sorted({**c, "varlen": cu_q is not None}.items()))
+    return _part_bwd(config, dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(8,))
@@ -306,10 +420,30 @@ def dropout_mask(key, b: int, hq: int, sq: int, sk: int, p: float, *,
     shape = (int(b), int(hq), int(sq), int(sk))
     if 0 in shape:
         return jnp.ones(shape, jnp.bool_)
-    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": _key_words(key)},
-                     outputs={"keep": (shape, np.uint8)}, attributes={"dropout_p": p},
+    return _part_mask((shape, p, dispatch), _key_words(key))[0].astype(jnp.bool_)
+
+
+def _mask_rule(config, shapes):
+    F = _partition.Factor
+    b, hq, sq, sk = config[0]
+    factors = {"b": F(b), "hq": F(hq), "sq": F(sq), "sk": F(sk, _partition.REPLICATE),
+               "key": F(2, _partition.REPLICATE)}
+    return _partition.Rule(((("key",),),), ((("b",), ("hq",), ("sq",), ("sk",)),), factors)
+
+
+@_partition.op("aiter.attn_dropout_mask", rule=_mask_rule)
+def _part_mask(config, shards, key):
+    """The mask of one shard (batch, heads, rows split as the result is wanted; columns whole)."""
+    shape, p, dispatch = config
+    local = tuple(shards.local(f) for f in ("b", "hq", "sq")) + (shape[3],)
+    shard = None
+    if any(shards.split(f) for f in ("b", "hq", "sq")):
+        shard = jnp.stack([shards.offset("b"), shards.offset("hq"), shards.offset("sq"),
+                           jnp.int32(0)]).astype(jnp.int32)
+    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": key, **_shard_input(shard)},
+                     outputs={"keep": (local, np.uint8)}, attributes={"dropout_p": p},
                      dispatch=dispatch)
-    return got["keep"].astype(jnp.bool_)
+    return (got["keep"],)
 
 
 def describe(b: int, sq: int, sk: int, hq: int, hk: int, d: int, dv: int | None = None,

@@ -48,9 +48,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static
-from jax_aiter.quant import (ShuffledWeight, fp8_dtype, quantize_fp8_per_block,
+from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, register_layout)
 
 __all__ = ["FLATMM_LAYOUT", "describe", "flatmm_fp8", "flatmm_shuffle", "flatmm_unshuffle",
@@ -130,9 +130,15 @@ def _call_flatmm(x, w, x_scale, w_scale, config):
                       dispatch=dispatch)["out"]
 
 
+@_partition.op("aiter.flatmm_fp8",
+               rule=lambda config, shapes: blockscale_rule(shapes, w_scale_k_major=True))
+def _part_flatmm(config, shards, x, w, x_scale, w_scale):
+    return (_call_flatmm(x, w, x_scale, w_scale, config),)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _flatmm(x, w, x_scale, w_scale, config):
-    return _call_flatmm(x, w, x_scale, w_scale, config.value)
+    return _part_flatmm(config.value, x, w, x_scale, w_scale)[0]
 
 
 def _no_grad(*_):

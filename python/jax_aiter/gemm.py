@@ -14,6 +14,8 @@ Transformations:
     element (sequential).
   * shard_map with the rows of a sharded and b replicated works unchanged (b's gradient is psum'd
     by the transpose of the replication).
+  * jit shardings: M or N split -> local; K split -> partial products and one all-reduce or
+    reduce-scatter (the partitioning section below).
   * Empty products never reach the handler: M or N of 0 give an empty result, K of 0 gives bias
     (or zeros), as jnp.dot does.
 """
@@ -28,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static, like_primal, varying
 
 __all__ = ["gemm"]
@@ -40,14 +42,43 @@ def _out_shape(a, b):
     return (*a.shape[:-1], b.shape[0])
 
 
+def _kernel_gemm(a, b, bias, out_dtype, kernel, splitk, dispatch):
+    return _call.call("aiter.gemm", inputs={"a": a, "b": b, "bias": bias},
+                      outputs={"out": (_out_shape(a, b), out_dtype)},
+                      attributes={"kernel": kernel, "splitk": splitk}, dispatch=dispatch)["out"]
+
+
+# Partitioning (jax_aiter._partition): a's rows (any leading dims) and b's N split -> local, the
+# output split the same way (bias with N). K split on both -> each shard's float32 partial product
+# (the bias added by the first K shard only), summed over the K shards in float32 (all-reduce, or
+# reduce-scatter onto M or N when the output is wanted split that way), rounded once.
+
+def _rule(config, shapes):
+    a, b, bias = shapes
+    lead = tuple((f"m{i}",) for i in range(len(a) - 1))
+    factors = {f"m{i}": _partition.Factor(s) for i, s in enumerate(a[:-1])}
+    factors.update(k=_partition.Factor(a[-1]), n=_partition.Factor(b[0]))
+    operands = (lead + (("k",),), (("n",), ("k",))) + ((("n",),),) * (bias is not None)
+    return _partition.Rule(operands, (lead + (("n",),),), factors)
+
+
+@_partition.op("aiter.gemm", rule=_rule)
+def _part_gemm(config, shards, a, b, bias):
+    out_dtype, kernel, splitk, dispatch = config
+    if not shards.split("k"):
+        return (_kernel_gemm(a, b, bias, out_dtype, kernel, splitk, dispatch),)
+    part = _kernel_gemm(a, b, None, _F32, kernel, splitk, dispatch)
+    if bias is not None:
+        part = part + jnp.where(shards.index("k") == 0, bias.astype(_F32), 0.0)
+    return (shards.sum(part, 0).astype(out_dtype),)
+
+
 def _call_gemm(a, b, bias, out_dtype, kernel, splitk, dispatch):
     shape = _out_shape(a, b)
     if math.prod(shape) == 0 or a.shape[-1] == 0:
         out = jnp.zeros(shape, out_dtype)
         return out if bias is None else (out + bias).astype(out_dtype)
-    return _call.call("aiter.gemm", inputs={"a": a, "b": b, "bias": bias},
-                      outputs={"out": (shape, out_dtype)},
-                      attributes={"kernel": kernel, "splitk": splitk}, dispatch=dispatch)["out"]
+    return _part_gemm((out_dtype, kernel, splitk, dispatch), a, b, bias)[0]
 
 
 # config: Static((out_dtype, kernel, splitk, dispatch)), static through custom_vmap / custom_vjp.

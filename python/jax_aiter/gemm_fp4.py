@@ -65,7 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static
 from jax_aiter.quant import ShuffledWeight, register_layout, shuffle_weight
 
@@ -220,9 +220,48 @@ def _call_gemm_fp4(a, b, a_scale, b_scale, config):
                       dispatch=dispatch)["out"]
 
 
+# Partitioning (jax_aiter._partition): the call takes the scales as given (plain [rows, K/32], or
+# already shuffled) and shuffles plain ones per shard, so rows of a (M) split -> local, each shard
+# shuffling its own scale rows and padding its own M. N split -> local in whole 16-row blocks of
+# the weight's layout, and, with a pre-shuffled b_scale (rows padded to 256), only where every
+# shard holds whole 256-row blocks of it (N % (256 x shards) == 0; else gathered). K is never
+# split (the shuffled layouts interleave it). A pre-shuffled a_scale keeps M whole.
+
+def _fp4_rule(config, shapes):
+    a, b, a_scale, b_scale = shapes
+    b_layout, a_shuffled, b_shuffled = config[0], config[5], config[6]
+    F, R = _partition.Factor, _partition.REPLICATE
+    n = b[0]
+    n_block = 1 if b_layout == "none" else FP4_LAYOUT[0]
+    if b_shuffled:
+        n_block = _OUT_ROWS * 8 if b_scale[0] == n else n_block  # 256 rows of shuffled scale
+    factors = {"m": F(a[0], R if a_shuffled else _partition.LOCAL), "kh": F(a[1], R),
+               "n": F(n, R if b_shuffled and b_scale[0] != n else _partition.LOCAL,
+                      block=n_block),
+               "ka": F(a_scale[1], R), "kb": F(b_scale[1], R), "ms": F(a_scale[0], R),
+               "ns": F(b_scale[0], R)}
+    sa = (("ms",), ("ka",)) if a_shuffled else (("m",), ("ka",))
+    sb = (("n",) if b_scale[0] == n else ("ns",), ("kb",))
+    operands = ((("m",), ("kh",)), (("n",), ("kh",)), sa, sb)
+    return _partition.Rule(operands, ((("m",), ("n",)),), factors)
+
+
+@_partition.op("aiter.gemm_fp4", rule=_fp4_rule)
+def _part_gemm_fp4(config, shards, a, b, a_scale, b_scale):
+    b_layout, kernel, splitk, dispatch, pad, a_shuffled, b_shuffled = config
+    m = a.shape[0]
+    sa = a_scale if a_shuffled else e8m0_shuffle(a_scale)
+    sb = b_scale if b_shuffled else e8m0_shuffle(b_scale)
+    mp = _round_up(m, _OUT_ROWS) if pad else m  # the shuffled scale's rows cover mp already
+    if mp != m:
+        a = jnp.pad(a, ((0, mp - m), (0, 0)))
+    out = _call_gemm_fp4(a, b, sa, sb, (b_layout, kernel, splitk, dispatch))
+    return (out[:m],)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _gemm_fp4(a, b, a_scale, b_scale, config):
-    return _call_gemm_fp4(a, b, a_scale, b_scale, config.value)
+    return _part_gemm_fp4(config.value, a, b, a_scale, b_scale)[0]
 
 
 def _no_grad(*_):
@@ -234,8 +273,9 @@ _gemm_fp4.defvjp(lambda a, b, sa, sb, config: _no_grad(), lambda config, res, g:
 
 
 def _scale_operand(s, rows, k, name):
-    """A shuffled scale [roundup(rows, 256), roundup(K/32, 8)] (u8) from a plain one or a
-    ShuffledWeight in SCALE_LAYOUT."""
+    """A scale operand as the call takes it (u8) and whether it is shuffled already: a plain
+    [rows, K/32] one, or a ShuffledWeight in SCALE_LAYOUT of shape [roundup(rows, 256),
+    roundup(K/32, 8)]."""
     want = (_round_up(rows, 256), _round_up(k // BLOCK, 8))
     if isinstance(s, ShuffledWeight):
         if s.layout != SCALE_LAYOUT:
@@ -245,13 +285,13 @@ def _scale_operand(s, rows, k, name):
         if d.shape != want:
             raise ValueError(f"aiter.gemm_fp4: operand {name}: expected a shuffled scale of shape "
                              f"{want}, got {d.shape}")
-        return d
+        return d, True
     s = _as_u8(jnp.asarray(s))
     if s.shape != (rows, k // BLOCK):
         raise ValueError(f"aiter.gemm_fp4: operand {name}: expected plain e8m0 scales of shape "
                          f"{(rows, k // BLOCK)} (or a ShuffledWeight in {SCALE_LAYOUT!r}), got "
                          f"{s.shape}")
-    return e8m0_shuffle(s)
+    return s, False
 
 
 def _may_run_aiter(dispatch: Dispatch) -> bool:
@@ -304,25 +344,22 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
     n = b_data.shape[0]
     m = math.prod(lead)
     if isinstance(a_scale, ShuffledWeight):
-        sa = _scale_operand(a_scale, m, k, "a_scale")
+        sa, a_shuffled = _scale_operand(a_scale, m, k, "a_scale")
     else:
         a_scale = _as_u8(jnp.asarray(a_scale))
         if a_scale.shape != (*lead, k // BLOCK):
             raise ValueError(f"aiter.gemm_fp4: operand a_scale: expected plain e8m0 scales of "
                              f"shape {(*lead, k // BLOCK)} (a's leading dims), got "
                              f"{a_scale.shape}")
-        sa = _scale_operand(a_scale.reshape(m, k // BLOCK), m, k, "a_scale")
-    sb = _scale_operand(b_scale, n, k, "b_scale")
+        sa, a_shuffled = _scale_operand(a_scale.reshape(m, k // BLOCK), m, k, "a_scale")
+    sb, b_shuffled = _scale_operand(b_scale, n, k, "b_scale")
     if m == 0 or n == 0:
         return jnp.zeros((*lead, n), jnp.bfloat16)
     dispatch = dispatch or Dispatch()
-    mp = _round_up(m, _OUT_ROWS) if _may_run_aiter(dispatch) else m
-    a2 = a.reshape(m, k // 2)
-    if mp != m:
-        a2 = jnp.pad(a2, ((0, mp - m), (0, 0)))
-    config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk), dispatch))
-    out = _gemm_fp4(a2, b_data, sa, sb, config)
-    return out[:m].reshape(*lead, n)
+    config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk), dispatch,
+                     _may_run_aiter(dispatch), a_shuffled, b_shuffled))
+    out = _gemm_fp4(a.reshape(m, k // 2), b_data, sa, sb, config)
+    return out.reshape(*lead, n)
 
 
 def describe(m: int, n: int, k: int, b_shuffled: bool = True, kernel: str | None = None,

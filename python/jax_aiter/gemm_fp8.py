@@ -52,9 +52,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static
-from jax_aiter.quant import ShuffledWeight, fp8_dtype, quantize_fp8_blocks  # noqa: F401
+from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype,  # noqa: F401
+                             quantize_fp8_blocks)
 
 __all__ = ["FP8BS_LAYOUT", "describe", "gemm_fp8_blockscale", "quantize_fp8_blocks"]
 
@@ -78,9 +79,14 @@ def _call_gemm(a, b, a_scale_t, b_scale, config):
                       dispatch=dispatch)["out"]
 
 
+@_partition.op(_NAME, rule=lambda config, shapes: blockscale_rule(shapes, w_scale_k_major=False))
+def _part_gemm(config, shards, a, b, a_scale_t, b_scale):
+    return (_call_gemm(a, b, a_scale_t, b_scale, config),)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _gemm(a, b, a_scale_t, b_scale, config):
-    return _call_gemm(a, b, a_scale_t, b_scale, config.value)
+    return _part_gemm(config.value, a, b, a_scale_t, b_scale)[0]
 
 
 def _no_grad(*_):

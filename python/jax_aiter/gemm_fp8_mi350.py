@@ -60,9 +60,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static
-from jax_aiter.quant import (ShuffledWeight, fp8_dtype, quantize_fp8_per_block,
+from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, shuffle_weight, unshuffle_weight)
 
 __all__ = ["MI350_LAYOUT", "MI350_KERNELS", "describe", "gemm_fp8_mi350", "quantize_token_blocks",
@@ -105,9 +105,15 @@ def _call_mi350(xq, wq, x_scale, w_scale, config):
                       dispatch=dispatch)["out"]
 
 
+@_partition.op("aiter.gemm_fp8_mi350",
+               rule=lambda config, shapes: blockscale_rule(shapes, w_scale_k_major=False))
+def _part_mi350(config, shards, xq, wq, x_scale, w_scale):
+    return (_call_mi350(xq, wq, x_scale, w_scale, config),)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _gemm_fp8_mi350(xq, wq, x_scale, w_scale, config):
-    return _call_mi350(xq, wq, x_scale, w_scale, config.value)
+    return _part_mi350(config.value, xq, wq, x_scale, w_scale)[0]
 
 
 def _no_grad(*_):

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static
 
 __all__ = ["I8_LAYOUT", "ShuffledWeight", "fp8_dtype", "gemm_i8", "quantize_fp8_blocks",
@@ -249,9 +249,55 @@ def _call_gemm_i8(a, b, a_scale, b_scale, bias, config):
                       dispatch=dispatch)["out"]
 
 
+# ---- partitioning of the quantized GEMMs (jax_aiter._partition) ------------------------------
+#
+# Rows of the activations (M) split -> local. The weight's N split -> local when every shard holds
+# whole blocks of the weight's layout and of its scales (16 rows of a (16, 16) or FlatMM layout,
+# 128 of an fp8 block scale, 256 of a shuffled e8m0 scale); another N split is gathered. K is
+# never split: the pre-shuffled layouts interleave K inside each block of rows, so a column shard
+# of the stored weight is not a K range (a K-split operand is gathered). Out is split like M and N.
+
+def weight_factors(m: int, n: int, k: int, n_block: int) -> dict:
+    """Factors of a quantized GEMM [M, K] x [N, K] whose weight splits along N in whole blocks."""
+    return {"m": _partition.Factor(m), "n": _partition.Factor(n, block=n_block),
+            "k": _partition.Factor(k, _partition.REPLICATE)}
+
+
+def blockscale_rule(shapes, *, w_scale_k_major: bool) -> _partition.Rule:
+    """The FP8 block-scale GEMMs: x [M, K], w [N, K], x_scale [K/128, M], w_scale [N/128, K/128]
+    (or [K/128, N/128] when ``w_scale_k_major``); N splits in whole 128-row scale blocks."""
+    x, w, x_scale, w_scale = shapes[:4]
+    F, R = _partition.Factor, _partition.REPLICATE
+    factors = {"m": F(x[0]), "k": F(x[1], R), "kb": F(x_scale[0], R)}
+    if w[0] % FP8_BLOCK == 0:  # N = (nb nblk): a split takes whole scale blocks
+        factors.update(nb=F(w[0] // FP8_BLOCK), nblk=F(FP8_BLOCK, R))
+        wn, sn = ("nb", "nblk"), ("nb",)
+    else:  # ceil(N / 128) scale rows: no split lines up with both
+        factors.update(n=F(w[0], R), nbc=F(w_scale[1 if w_scale_k_major else 0], R))
+        wn, sn = ("n",), ("nbc",)
+    ws = (("kb",), sn) if w_scale_k_major else (sn, ("kb",))
+    operands = ((("m",), ("k",)), (wn, ("k",)), (("kb",), ("m",)), ws)
+    return _partition.Rule(operands, ((("m",), wn),), factors)
+
+
+def _i8_rule(config, shapes):
+    a, b, a_scale, b_scale, bias = shapes
+    factors = weight_factors(a[0], b[0], a[1], I8_LAYOUT[0])
+    factors.update(o1=_partition.Factor(1), o2=_partition.Factor(1), o3=_partition.Factor(1))
+    operands = ((("m",), ("k",)), (("n",), ("k",)), (("m",), ("o1",)), (("o2",), ("n",)))
+    if bias is not None:
+        operands += ((("o3",), ("n",)),)
+    return _partition.Rule(operands, ((("m",), ("n",)),), factors)
+
+
+@_partition.op("aiter.gemm_i8", rule=_i8_rule)
+def _part_gemm_i8(config, shards, a, b, a_scale, b_scale, bias):
+    return (_call_gemm_i8(a, b, a_scale, b_scale, bias, config),)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
 def _gemm_i8(a, b, a_scale, b_scale, bias, config):
-    return _call_gemm_i8(a, b, a_scale, b_scale, bias, config.value)
+    return _part_gemm_i8(config.value, a, b, a_scale, b_scale, bias)[0]
 
 
 def _no_grad(*_):

@@ -19,6 +19,8 @@ Transformations:
     would reduce dgamma over all rows of all elements.
   * shard_map with rows sharded and gamma replicated works unchanged: each shard normalises its rows;
     the dgamma of each shard is psum'd by the transpose of the replicated gamma.
+  * jit shardings: rows split -> local; the hidden dim split -> one all-reduce of per-row sums
+    (the partitioning section below).
 """
 
 from __future__ import annotations
@@ -31,17 +33,135 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 
-from jax_aiter import _call
+from jax_aiter import _call, _partition
 from jax_aiter._call import Static, like_primal as _like_primal, varying as _varying
 
 __all__ = ["rms_norm", "rms_norm_with_add"]
 
 
-# ---- raw FFI calls (one custom call each; traced, never executed eagerly by themselves) --------
-#
-# Empty inputs never reach the handlers (which refuse them): the forward of an empty x is empty,
-# and its gradients are zeros of the inputs' shapes, as jnp's own RMSNorm would give.
+# ---- the kernels' calls, one custom call each, on whatever slice a shard holds -----------------
 
+def _kernel_fwd(x, gamma, epsilon: float):
+    return _call.call("aiter.rms_norm", inputs={"x": x, "gamma": gamma},
+                      outputs={"y": (x.shape, x.dtype)}, attributes={"epsilon": epsilon})["y"]
+
+
+def _kernel_fwd_add(x, residual, gamma, epsilon: float):
+    out = _call.call("aiter.rms_norm_with_add",
+                     inputs={"x": x, "residual": residual, "gamma": gamma},
+                     outputs={"y": (x.shape, x.dtype), "residual_out": (x.shape, x.dtype)},
+                     attributes={"epsilon": epsilon})
+    return out["y"], out["residual_out"]
+
+
+def _kernel_bwd(dy, x, gamma, epsilon: float):
+    out = _call.call("aiter.rms_norm_bwd", inputs={"dy": dy, "x": x, "gamma": gamma},
+                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
+                     attributes={"epsilon": epsilon})
+    return out["dx"], out["dgamma"]
+
+
+def _kernel_bwd_add(dy, residual_out, gamma, dresidual, epsilon: float):
+    x = residual_out
+    out = _call.call("aiter.rms_norm_with_add_bwd",
+                     inputs={"dy": dy, "residual_out": x, "gamma": gamma,
+                             "dresidual": dresidual},
+                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
+                     attributes={"epsilon": epsilon})
+    return out["dx"], out["dgamma"]
+
+
+# ---- partitioning (jax_aiter._partition) ------------------------------------------------------
+#
+# Rows (every leading dim) split: each shard normalises its rows with the kernels; dgamma of each
+# shard is a partial sum over its rows, added up over the row shards (float32, one all-reduce of
+# [n]). The hidden dim n split: a row's statistics need the whole row, so each shard computes its
+# part of the per-row float32 sums and one all-reduce of [rows, 1] (forward) or [rows, 2]
+# (backward: sum x^2 and sum dy*gamma*x together) completes them; the rest is elementwise on the
+# shard (jnp, fused by XLA). x is never gathered.
+
+def _rule(config, shapes):
+    x = shapes[0]
+    rows = tuple((f"r{i}",) for i in range(len(x) - 1))
+    xd, gd = rows + (("n",),), (("n",),)
+    factors = {f"r{i}": _partition.Factor(s) for i, s in enumerate(x[:-1])}
+    factors["n"] = _partition.Factor(x[-1])
+    kind = config[0]
+    operands = {"fwd": (xd, gd), "fwd_add": (xd, xd, gd), "bwd": (xd, xd, gd),
+                "bwd_add": (xd, xd, gd, xd)}[kind]
+    results = {"fwd": (xd,), "fwd_add": (xd, xd), "bwd": (xd, gd), "bwd_add": (xd, gd)}[kind]
+    return _partition.Rule(operands, results, factors)
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _split_rsqrt(xf, shards, epsilon, extra=None):
+    """r = rsqrt(mean(x^2) + eps) per row from the shards' partial sums (one all-reduce; `extra`,
+    another per-row partial sum, rides along in the same one)."""
+    sums = jnp.sum(xf * xf, -1, keepdims=True)
+    if extra is not None:
+        sums = jnp.concatenate([sums, extra], -1)
+    sums = shards.psum(sums, "n")
+    r = jax.lax.rsqrt(sums[..., :1] / shards.size("n") + epsilon)
+    return r, (sums[..., 1:] if extra is not None else None)
+
+
+def _split_norm(x, gamma, epsilon, shards):
+    xf = x.astype(_F32)
+    r, _ = _split_rsqrt(xf, shards, epsilon)
+    return (xf * r * gamma.astype(_F32)).astype(x.dtype)
+
+
+def _split_bwd(dy, x, gamma, epsilon, shards, dresidual=None):
+    """dx = r g dy - x r^3 mean(g dy x) (+ dresidual), dgamma = sum_rows dy x r, in float32."""
+    xf, dyf, gf = x.astype(_F32), dy.astype(_F32), gamma.astype(_F32)
+    gdy = dyf * gf
+    r, sg = _split_rsqrt(xf, shards, epsilon, jnp.sum(gdy * xf, -1, keepdims=True))
+    dx = r * gdy - xf * (r * r * r) * (sg / shards.size("n"))
+    if dresidual is not None:
+        dx = dx + dresidual.astype(_F32)
+    dgamma = jnp.sum((dyf * xf * r).reshape(-1, x.shape[-1]), 0)
+    return dx.astype(x.dtype), shards.sum(dgamma, 1).astype(gamma.dtype)
+
+
+@_partition.op("aiter.rms_norm", rule=_rule)
+def _part_fwd(config, shards, x, gamma):
+    epsilon = config[1]
+    if shards.split("n"):
+        return (_split_norm(x, gamma, epsilon, shards),)
+    return (_kernel_fwd(x, gamma, epsilon),)
+
+
+@_partition.op("aiter.rms_norm_with_add", rule=_rule)
+def _part_fwd_add(config, shards, x, residual, gamma):
+    epsilon = config[1]
+    if shards.split("n"):
+        residual_out = (x.astype(_F32) + residual.astype(_F32)).astype(x.dtype)
+        return _split_norm(residual_out, gamma, epsilon, shards), residual_out
+    return _kernel_fwd_add(x, residual, gamma, epsilon)
+
+
+@_partition.op("aiter.rms_norm_bwd", rule=_rule)
+def _part_bwd(config, shards, dy, x, gamma):
+    epsilon = config[1]
+    if shards.split("n"):
+        return _split_bwd(dy, x, gamma, epsilon, shards)
+    dx, dgamma = _kernel_bwd(dy, x, gamma, epsilon)
+    return dx, shards.sum(dgamma, 1)
+
+
+@_partition.op("aiter.rms_norm_with_add_bwd", rule=_rule)
+def _part_bwd_add(config, shards, dy, residual_out, gamma, dresidual):
+    epsilon = config[1]
+    if shards.split("n"):
+        return _split_bwd(dy, residual_out, gamma, epsilon, shards, dresidual)
+    dx, dgamma = _kernel_bwd_add(dy, residual_out, gamma, dresidual, epsilon)
+    return dx, shards.sum(dgamma, 1)
+
+
+# ---- the calls (empty inputs never reach the handlers, which refuse them: the forward of an
+# empty x is empty, and its gradients are zeros of the inputs' shapes, as jnp's RMSNorm gives) --
 
 def _empty(x) -> bool:
     return math.prod(x.shape) == 0
@@ -50,39 +170,26 @@ def _empty(x) -> bool:
 def _call_fwd(x, gamma, epsilon: float):
     if _empty(x):
         return jnp.zeros(x.shape, x.dtype)
-    return _call.call("aiter.rms_norm", inputs={"x": x, "gamma": gamma},
-                      outputs={"y": (x.shape, x.dtype)}, attributes={"epsilon": epsilon})["y"]
+    return _part_fwd(("fwd", epsilon), x, gamma)[0]
 
 
 def _call_fwd_add(x, residual, gamma, epsilon: float):
     if _empty(x):
         return jnp.zeros(x.shape, x.dtype), (x + residual).astype(x.dtype)
-    out = _call.call("aiter.rms_norm_with_add",
-                     inputs={"x": x, "residual": residual, "gamma": gamma},
-                     outputs={"y": (x.shape, x.dtype), "residual_out": (x.shape, x.dtype)},
-                     attributes={"epsilon": epsilon})
-    return out["y"], out["residual_out"]
+    return _part_fwd_add(("fwd_add", epsilon), x, residual, gamma)
 
 
 def _call_bwd(dy, x, gamma, epsilon: float):
     if _empty(x):
         return jnp.zeros(x.shape, x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
-    out = _call.call("aiter.rms_norm_bwd", inputs={"dy": dy, "x": x, "gamma": gamma},
-                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
-                     attributes={"epsilon": epsilon})
-    return out["dx"], out["dgamma"]
+    return _part_bwd(("bwd", epsilon), dy, x, gamma)
 
 
 def _call_bwd_add(dy, residual_out, gamma, dresidual, epsilon: float):
     x = residual_out
     if _empty(x):
         return dresidual.astype(x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
-    out = _call.call("aiter.rms_norm_with_add_bwd",
-                     inputs={"dy": dy, "residual_out": x, "gamma": gamma,
-                             "dresidual": dresidual},
-                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
-                     attributes={"epsilon": epsilon})
-    return out["dx"], out["dgamma"]
+    return _part_bwd_add(("bwd_add", epsilon), dy, residual_out, gamma, dresidual)
 
 
 # ---- forward with a batching rule ------------------------------------------------------------
