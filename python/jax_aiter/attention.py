@@ -97,18 +97,21 @@ def _lse_shape(q, varlen: bool):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
-def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c):
+# shard: None, or int32[4] {b0, h0, r0, sq_total}: this call is a shard of a larger one (device
+# data; see aiter.flash_attn_fwd's "shard" in include/jax_aiter/ffi/attention.hpp).
+def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c, shard=None):
     varlen = cu_q is not None
     out_shape = (*q.shape[:-1], v.shape[-1])
     got = _call.call("aiter.flash_attn_fwd",
                      inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
-                             "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key},
+                             "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key,
+                             "shard": shard},
                      outputs={"out": (out_shape, q.dtype), "lse": (_lse_shape(q, varlen), _F32)},
                      attributes=_attributes(c, False), dispatch=c["dispatch"])
     return got["out"], got["lse"]
 
 
-def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
+def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c, shard=None):
     if bias is not None:
         dbias_shape = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
     else:
@@ -116,7 +119,7 @@ def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
     got = _call.call("aiter.flash_attn_bwd",
                      inputs={"dout": dout, "q": q, "k": k, "v": v, "out": out, "lse": lse,
                              "bias": bias, "alibi_slopes": alibi, "cu_seqlens_q": cu_q,
-                             "cu_seqlens_k": cu_k, "rng_key": key},
+                             "cu_seqlens_k": cu_k, "rng_key": key, "shard": shard},
                      outputs={"dq": (q.shape, q.dtype), "dk": (k.shape, k.dtype),
                               "dv": (v.shape, v.dtype), "dbias": (dbias_shape, _F32)},
                      attributes=_attributes(c, True), dispatch=c["dispatch"])
@@ -297,16 +300,18 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
 
 
 def dropout_mask(key, b: int, hq: int, sq: int, sk: int, p: float, *,
-                 dispatch: Dispatch | None = None):
+                 dispatch: Dispatch | None = None, shard=None):
     """The keep-mask bool[b, hq, sq, sk] the attention kernels apply for dropout key ``key`` and
-    rate ``p`` (in varlen mode b indexes sequences and (i, j) count from each sequence's start)."""
+    rate ``p`` (in varlen mode b indexes sequences and (i, j) count from each sequence's start).
+    ``shard``: None, or int32[4] {b0, h0, r0, sq_total}: the slice at those offsets of a larger
+    call's mask (sq_total unused)."""
     p = float(p)
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout_mask: expected 0 <= p < 1, got {p}")
     shape = (int(b), int(hq), int(sq), int(sk))
     if 0 in shape:
         return jnp.ones(shape, jnp.bool_)
-    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": _key_words(key)},
+    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": _key_words(key), "shard": shard},
                      outputs={"keep": (shape, np.uint8)}, attributes={"dropout_p": p},
                      dispatch=dispatch)
     return got["keep"].astype(jnp.bool_)
