@@ -5,7 +5,8 @@
 // batch and varlen, MHA/GQA/MQA, head dims up to the bucket (d and dv multiples of 8, may differ),
 // bottom-right causal masks and windows (fully masked key tiles skipped), bias of any dtype with
 // broadcast strides (and its gradient), ALiBi, dropout (attn_dropout_keep, the same bits as the
-// host and dropout_mask), lse.
+// host and dropout_mask), lse, and shard offsets (a shard of a call split along batch, heads or
+// query rows computes the whole call's values on its slice: the header's "Sharded calls").
 //
 // The parameter lists ARE the ABI: every kernel declares its parameters from the X-macro lists of
 // kernels/shared/attention.h, which include/jax_aiter/kernels/attention.hpp turns into the host
@@ -103,16 +104,19 @@ JA_DEVICE float inf() { return __builtin_huge_valf(); }
 
 // ---- sequences, visibility ----------------------------------------------------------------------
 
-// Where sequence b lies: its first row in q / k (0 in batch mode, where the batch stride moves)
-// and its lengths, clamped as the header says.
+// Where sequence b lies: its first row in q / k (0 in batch mode, where the batch stride moves),
+// its lengths, clamped as the header says, and its diagonal offset: query row i (of this call)
+// sees key i + off straight ahead (attn_diagonal_offset: k_len - q_len unsharded, aligned to the
+// whole call's corner for a row shard). Every mask and ALiBi test below reads `off`.
 struct Seq {
   long long q_start, k_start;
   int q_len, k_len;
+  int off;  // int: i + off is a row of the whole call plus sk - sq_total, all int
 };
 JA_DEVICE int clamp_to(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 template <class P>
 JA_DEVICE Seq sequence(const P& p, int b) {
-  Seq s{0, 0, p.seqlen_q, p.seqlen_k};
+  Seq s{0, 0, p.seqlen_q, p.seqlen_k, 0};
   if (p.cu_seqlens_q != nullptr) {
     const int a = clamp_to(p.cu_seqlens_q[b], 0, p.total_q);
     const int e = clamp_to(p.cu_seqlens_q[b + 1], a, p.total_q);
@@ -125,6 +129,7 @@ JA_DEVICE Seq sequence(const P& p, int b) {
     s.k_start = a;
     s.k_len = imin(e - a, p.seqlen_k);
   }
+  s.off = static_cast<int>(attn::attn_diagonal_offset(s.q_len, s.k_len, attn::attn_shard(p.shard)));
   return s;
 }
 
@@ -133,7 +138,7 @@ struct Range {
 };
 // The keys that some query row in [r0, r1) sees (attn_visible solved for j).
 JA_DEVICE Range keys_seen(int r0, int r1, const Seq& s, int left, int right) {
-  const long long off = static_cast<long long>(s.k_len) - s.q_len;
+  const long long off = s.off;  // 64-bit sums: a window bound may be near 2^31
   long long lo = 0, hi = s.k_len;
   if (left >= 0) lo = lmax(lo, r0 + off - left);
   if (right >= 0) hi = lmin(hi, (r1 - 1) + off + right + 1);
@@ -141,7 +146,7 @@ JA_DEVICE Range keys_seen(int r0, int r1, const Seq& s, int left, int right) {
 }
 // The query rows that see some key in [c0, c1) (attn_visible solved for i).
 JA_DEVICE Range queries_seeing(int c0, int c1, const Seq& s, int left, int right) {
-  const long long off = static_cast<long long>(s.k_len) - s.q_len;
+  const long long off = s.off;
   long long lo = 0, hi = s.q_len;
   if (right >= 0) lo = lmax(lo, c0 - off - right);
   if (left >= 0) hi = lmin(hi, (c1 - 1) - off + left + 1);
@@ -151,11 +156,12 @@ JA_DEVICE Range queries_seeing(int c0, int c1, const Seq& s, int left, int right
 // sequences and entirely visible.
 JA_DEVICE bool tile_unmasked(int r0, int r1, int c0, int c1, const Seq& s, int left, int right) {
   if (r1 > s.q_len || c1 > s.k_len) return false;
-  const long long off = static_cast<long long>(s.k_len) - s.q_len;
+  const long long off = s.off;
   return (left < 0 || c0 >= (r1 - 1) + off - left) && (right < 0 || c1 - 1 <= r0 + off + right);
 }
+// (i + off: the whole call's row i plus sk - sq_total, within int.)
 JA_DEVICE bool visible(int i, int j, const Seq& s, int left, int right) {
-  return i < s.q_len && j < s.k_len && attn::attn_visible(i, j, s.q_len, s.k_len, left, right);
+  return i < s.q_len && j < s.k_len && attn::attn_visible_at(i + s.off, j, left, right);
 }
 
 JA_DEVICE float bias_at(const void* bias, int dtype, long long idx) {
@@ -175,7 +181,7 @@ struct ScoreExtras {
   // scale * qk + bias + alibi for (i, j) inside the sequence.
   JA_DEVICE float apply(float scaled, int i, int j, const Seq& s) const {
     if (bias != nullptr) scaled += bias_at(bias, bias_dtype, i * bias_row + j * bias_col);
-    if (alibi) scaled += attn::attn_alibi(slope, i, j, s.q_len, s.k_len);
+    if (alibi) scaled += attn::attn_alibi_at(slope, i + s.off, j);
     return scaled;
   }
 };
@@ -194,24 +200,27 @@ JA_DEVICE ScoreExtras score_extras(const P& p, int b, int h) {
   return x;
 }
 
-// The dropout factor Z of score (b, h, i, j): 1 / (1 - p) when kept, 0 when dropped.
+// The dropout factor Z of score (h, i, j) of one batch (this call's indices; the shard's offsets
+// make them the whole call's): 1 / (1 - p) when kept, 0 when dropped.
 struct Dropout {
   unsigned key[2];
   unsigned threshold;
   float scale;
+  int batch, h0, r0;  // the batch in the whole call, the shard's head and row offsets
   // attn_dropout_keep's bits, with the word picked by selects rather than an index into the
   // result (a run-time index would put Philox's four words in local memory).
-  JA_DEVICE float z(int b, int h, int i, int j) const {
-    const attn::Philox4 r =
-        attn::philox4x32_10(static_cast<unsigned>(i), static_cast<unsigned>(j) >> 2,
-                            static_cast<unsigned>(h), static_cast<unsigned>(b), key[0], key[1]);
+  JA_DEVICE float z(int h, int i, int j) const {
+    const attn::Philox4 r = attn::philox4x32_10(
+        static_cast<unsigned>(i + r0), static_cast<unsigned>(j) >> 2, static_cast<unsigned>(h + h0),
+        static_cast<unsigned>(batch), key[0], key[1]);
     const unsigned w = (j & 2) ? ((j & 1) ? r.v[3] : r.v[2]) : ((j & 1) ? r.v[1] : r.v[0]);
     return w >= threshold ? scale : 0.f;
   }
 };
 template <class P>
-JA_DEVICE Dropout dropout_of(const P& p) {
-  Dropout d{{0u, 0u}, p.dropout_threshold, p.dropout_scale};
+JA_DEVICE Dropout dropout_of(const P& p, int b) {
+  const attn::AttnShard sh = attn::attn_shard(p.shard);
+  Dropout d{{0u, 0u}, p.dropout_threshold, p.dropout_scale, b + sh.b0, sh.h0, sh.r0};
   if (p.dropout_threshold > 0) d.key[0] = p.rng_key[0], d.key[1] = p.rng_key[1];
   return d;
 }
@@ -346,7 +355,7 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
   async_commit();
 
   const ScoreExtras extras = score_extras(p, b, h);
-  const Dropout drop = dropout_of(p);
+  const Dropout drop = dropout_of(p, b);
   const bool dropping = p.dropout_threshold > 0;
   const float scale = p.scale, scale2 = p.scale * kLog2e;
   const int rw0 = warp * kRowsW;  // the warp's first row in the block tile
@@ -431,7 +440,7 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
           for (int e = 0; e < 4; ++e) {
             const int qi = m0 + rw0 + 16 * i + L::row(lane, e),
                       kj = n + L::kW * j + L::col(lane, e);
-            sc[i][j][e] *= drop.z(b, h, qi, kj);
+            sc[i][j][e] *= drop.z(h, qi, kj);
           }
         }
       }
@@ -567,7 +576,7 @@ JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
     load_do(0);
     async_commit();
   }
-  const Dropout drop = dropout_of(p);
+  const Dropout drop = dropout_of(p, b);
   const bool dropping = p.dropout_threshold > 0;
   const float scale = p.scale, scale2 = p.scale * kLog2e;
 
@@ -638,7 +647,7 @@ JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
           if (dropping) {
             const int kj = n0 + kr0 + 16 * i + L::row(lane, e),
                       qi = m + L::kW * j + L::col(lane, e);
-            z = drop.z(b, hq, qi, kj);
+            z = drop.z(hq, qi, kj);
           }
           const float pr = st[i][j][e];
           dpt[i][j][e] = pr * (z * dpt[i][j][e] - dlt[j][e]);  // dS^T
@@ -716,7 +725,7 @@ JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
   float* const dbias =
       p.dbias == nullptr ? nullptr : p.dbias + b * p.dbias_batch_stride + h * p.dbias_head_stride;
   const ScoreExtras extras = score_extras(p, b, h);
-  const Dropout drop = dropout_of(p);
+  const Dropout drop = dropout_of(p, b);
   const bool dropping = p.dropout_threshold > 0;
   const float scale = p.scale, scale2 = p.scale * kLog2e;
   const long long lse_off = b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
@@ -797,7 +806,7 @@ JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
               if (!check || visible(qi, kj, s, left, right)) {
                 const float pr =
                     fast_exp2(extras.apply(sc[i][j][e] * scale, qi, kj, s) * kLog2e - lse2[i][sl]);
-                const float z = dropping ? drop.z(b, h, qi, kj) : 1.f;
+                const float z = dropping ? drop.z(h, qi, kj) : 1.f;
                 ds = pr * (z * dp[i][j][e] - dlt[i][sl]);
               }
               if (dbias != nullptr && qi < s.q_len && kj < s.k_len) {
@@ -879,13 +888,16 @@ JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
   if (j0 >= p.seqlen_k) return;
   const int i = block_id_y(), bh = block_id_z();
   const int b = bh / p.heads, h = bh % p.heads;
+  const attn::AttnShard sh = attn::attn_shard(p.shard);  // the whole call's bits at its indices
   const unsigned key[2] = {p.rng_key[0], p.rng_key[1]};
   unsigned char* out = p.keep + (static_cast<long long>(bh) * p.seqlen_q + i) * p.seqlen_k + j0;
   // One Philox call serves the 4 columns (attn_dropout_keep's counter is (i, j / 4, h, b)).
   unsigned char k[4];
   JA_UNROLL
   for (int u = 0; u < 4; ++u) {
-    k[u] = attn::attn_dropout_keep(key, b, h, i, j0 + u, p.dropout_threshold) ? 1 : 0;
+    const bool keep =
+        attn::attn_dropout_keep(key, b + sh.b0, h + sh.h0, i + sh.r0, j0 + u, p.dropout_threshold);
+    k[u] = keep ? 1 : 0;
   }
   if (j0 + 4 <= p.seqlen_k && reinterpret_cast<uintptr_t>(out) % 4 == 0) {
     *reinterpret_cast<Pack<unsigned char, 4>*>(out) =

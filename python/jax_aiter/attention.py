@@ -97,17 +97,15 @@ def _lse_shape(q, varlen: bool):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
-def _shard_input(shard) -> dict:
-    return {} if shard is None else {"shard": shard}
-
-
+# shard: None, or int32[4] {b0, h0, r0, sq_total}: this call is a shard of a larger one (device
+# data; see aiter.flash_attn_fwd's "shard" in include/jax_aiter/ffi/attention.hpp).
 def _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, shard, c):
     varlen = cu_q is not None
     out_shape = (*q.shape[:-1], v.shape[-1])
     got = _call.call("aiter.flash_attn_fwd",
                      inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
                              "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key,
-                             **_shard_input(shard)},
+                             "shard": shard},
                      outputs={"out": (out_shape, q.dtype), "lse": (_lse_shape(q, varlen), _F32)},
                      attributes=_attributes(c, False), dispatch=c["dispatch"])
     return got["out"], got["lse"]
@@ -121,7 +119,7 @@ def _kernel_bwd(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, shard, c)
     got = _call.call("aiter.flash_attn_bwd",
                      inputs={"dout": dout, "q": q, "k": k, "v": v, "out": out, "lse": lse,
                              "bias": bias, "alibi_slopes": alibi, "cu_seqlens_q": cu_q,
-                             "cu_seqlens_k": cu_k, "rng_key": key, **_shard_input(shard)},
+                             "cu_seqlens_k": cu_k, "rng_key": key, "shard": shard},
                      outputs={"dq": (q.shape, q.dtype), "dk": (k.shape, k.dtype),
                               "dv": (v.shape, v.dtype), "dbias": (dbias_shape, _F32)},
                      attributes=_attributes(c, True), dispatch=c["dispatch"])
@@ -440,7 +438,7 @@ def _part_mask(config, shards, key):
     if any(shards.split(f) for f in ("b", "hq", "sq")):
         shard = jnp.stack([shards.offset("b"), shards.offset("hq"), shards.offset("sq"),
                            jnp.int32(0)]).astype(jnp.int32)
-    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": key, **_shard_input(shard)},
+    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": key, "shard": shard},
                      outputs={"keep": (local, np.uint8)}, attributes={"dropout_p": p},
                      dispatch=dispatch)
     return (got["keep"],)

@@ -22,3 +22,11 @@ target_link_libraries(test_ffi_attention PRIVATE jax_aiter::jax_aiter)
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   target_compile_options(test_ffi_attention PRIVATE -O2)
 endif()
+
+# Attention split into shards (batch, heads, query rows) with the shard operand's offsets, against
+# the unsharded call; also under ASan.
+jax_aiter_test(test_attention_shard)
+target_link_libraries(test_attention_shard PRIVATE jax_aiter::jax_aiter)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  target_compile_options(test_attention_shard PRIVATE -O2)
+endif()

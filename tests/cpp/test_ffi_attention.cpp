@@ -154,6 +154,7 @@ struct VarlenCall {
     fake::add_arg(f, cu_q);
     fake::add_arg(f, cu_k);
     fake::add_absent(f);  // rng_key
+    fake::add_absent(f);  // shard
     fake::add_ret(f, out);
     fake::add_ret(f, lse);
     attrs(f, t);
@@ -171,7 +172,8 @@ struct VarlenCall {
     fake::add_absent(f);
     fake::add_arg(f, cu_q);
     fake::add_arg(f, cu_k);
-    fake::add_absent(f);
+    fake::add_absent(f);  // rng_key
+    fake::add_absent(f);  // shard
     fake::add_ret(f, dq);
     fake::add_ret(f, dk);
     fake::add_ret(f, dv);

@@ -9,8 +9,10 @@
 //      dropout, varlen with sequences of length 0, 1 and long ones, lse; outputs are poisoned with
 //      NaN first and followed by a guard that must stay untouched; every output is compared with a
 //      float64 host reference written from the semantics (notes/attention-design.md), not from the
-//      host twins; jax_aiter_attn_gqa_reduce_* is launched directly. Prints PASS / FAIL lines and
-//      'N passed, M failed'.
+//      host twins; jax_aiter_attn_gqa_reduce_* is launched directly; then calls split into
+//      shards (batch, heads, query rows with k and v whole), each piece run with its `shard`
+//      offsets, against the unsharded call's slices (bit for bit where the tiles line up; dk and
+//      dv summed over the pieces). Prints PASS / FAIL lines and 'N passed, M failed'.
 //   3. times forward and forward + backward (CUDA events, median of 20 after warm-up) at the
 //      benchmark shapes of issue 15 and prints TFLOP/s (forward 4 b hq sq sk d, halved when causal;
 //      backward 2.5x the forward).
@@ -855,6 +857,375 @@ std::vector<Case> cases() {
   return v;
 }
 
+// ---- shards: one call split along batch, query heads or query rows (k and v whole) ----
+// Each piece runs the portable plans with its `shard` operand {b0, h0, r0, sq_total} and must give
+// the unsharded call's values on its slice: bit for bit for batch and head pieces, and for row
+// pieces whose rows start and end on the kernels' row tiles (kRowsQ: then every tile holds the
+// same rows, sees the same keys and takes the same masked or unmasked path as in the whole call);
+// within rounding for row pieces cut through a tile. Summed over the pieces, dk and dv (a row
+// piece's are partial sums over its queries) must match the whole call's within rounding.
+
+// A row-major array of 2- or 4-byte elements on the host.
+struct HostArray {
+  std::vector<int64_t> dims{};
+  size_t es = 2;
+  std::vector<unsigned char> bytes{};
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+};
+
+template <typename T>
+HostArray host_array(const std::vector<T>& v, std::vector<int64_t> dims) {
+  HostArray a{std::move(dims), sizeof(T), {}};
+  a.bytes.resize(v.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  return a;
+}
+
+// The block [start, start + size) of `a` along every dim.
+HostArray cut(const HostArray& a, const std::vector<int64_t>& start,
+              const std::vector<int64_t>& size) {
+  HostArray out{size, a.es, {}};
+  out.bytes.resize(static_cast<size_t>(out.size()) * a.es);
+  std::vector<int64_t> idx(size.size(), 0);
+  for (int64_t e = 0; e < out.size(); ++e) {
+    int64_t src = 0;
+    for (size_t d = 0; d < size.size(); ++d) src = src * a.dims[d] + start[d] + idx[d];
+    std::memcpy(&out.bytes[e * a.es], &a.bytes[src * a.es], a.es);
+    for (size_t d = size.size(); d-- > 0;) {
+      if (++idx[d] < size[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+double value_of(const HostArray& a, int64_t i, DType t) {
+  if (a.es == 4) {
+    float f;
+    std::memcpy(&f, &a.bytes[i * 4], 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, &a.bytes[i * 2], 2);
+  return decode(t, h);
+}
+
+// ||got - want|| / ||want|| over want's finite elements; infinity when got is not finite there,
+// or differs where want is infinite.
+double rel_diff(const std::vector<double>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isinf(want[i])) {
+      if (got[i] != want[i]) return INFINITY;
+      continue;
+    }
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+std::vector<double> values(const HostArray& a, DType t) {
+  std::vector<double> v(static_cast<size_t>(a.size()));
+  for (int64_t i = 0; i < a.size(); ++i) v[i] = value_of(a, i, a.es == 4 ? DType::kF32 : t);
+  return v;
+}
+
+struct ShardInputs {
+  HostArray q, k, v, dout;
+  std::optional<HostArray> bias, alibi;
+};
+struct ShardOutputs {
+  HostArray out, lse, dq, dk, dv, dbias;
+  bool ok = false;
+};
+
+// The portable tier's forward and backward plans over `in`, with `shard` (4 ints) or none.
+ShardOutputs run_shard(const Case& c, const ShardInputs& in, const unsigned key[2],
+                       const int32_t* shard) {
+  const int64_t b = in.q.dims[0], sq = in.q.dims[1], hq = in.q.dims[2];
+  DevBuf q = upload(in.q.bytes), k = upload(in.k.bytes), v = upload(in.v.bytes),
+         dout = upload(in.dout.bytes);
+  DevBuf bias = in.bias ? upload(in.bias->bytes) : DevBuf();
+  DevBuf slopes = in.alibi ? upload(in.alibi->bytes) : DevBuf();
+  DevBuf keyb = upload(std::vector<unsigned>{key[0], key[1]});
+  DevBuf shardb = shard ? upload(std::vector<int32_t>(shard, shard + 4)) : DevBuf();
+  auto T = [](const DevBuf& buf, DType t, const std::vector<int64_t>& dims) {
+    return ops::Tensor::over(buf.ptr(), t, std::span<const int64_t>(dims));
+  };
+  const std::vector<int64_t> out_dims{b, sq, hq, c.dv}, lse_dims{b, hq, sq},
+      dbias_dims = in.bias ? std::vector<int64_t>{b, hq, sq, c.sk} : std::vector<int64_t>{0};
+  DevBuf out(size_t(b * sq * hq * c.dv) * 2), lse(size_t(b * hq * sq) * 4), dq(in.q.bytes.size()),
+      dk(in.k.bytes.size()), dv(in.v.bytes.size()),
+      dbias(in.bias ? size_t(b * hq * sq * c.sk) * 4 : 0);
+
+  ops::AttnOptions opt;
+  opt.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d)));
+  opt.causal = c.causal;
+  opt.window_left = c.wl;
+  opt.window_right = c.wr;
+  opt.dropout_p = c.p;
+  ops::FlashAttnFwdParams fp;
+  fp.q = T(q, c.dt, in.q.dims);
+  fp.k = T(k, c.dt, in.k.dims);
+  fp.v = T(v, c.dt, in.v.dims);
+  if (in.bias) fp.bias = T(bias, c.bias_f32 ? DType::kF32 : c.dt, in.bias->dims);
+  if (in.alibi) fp.alibi_slopes = T(slopes, DType::kF32, in.alibi->dims);
+  if (c.p > 0) fp.rng_key = T(keyb, DType::kI32, {2});
+  if (shard) fp.shard = T(shardb, DType::kI32, {4});
+  fp.out = T(out, c.dt, out_dims);
+  fp.lse = T(lse, DType::kF32, lse_dims);
+  fp.opt = opt;
+  ShardOutputs o;
+  if (auto prob = ops::attn_problem(fp); !prob) {
+    verdict(false, "shard forward params refused: " + prob.status().message());
+    return o;
+  }
+  jk::Plan fplan;
+  ops::FlashAttnFwdPortableTier::plan(fp, jax_aiter::Target{}, fplan);
+  run_plan(fplan);
+
+  ops::FlashAttnBwdParams bp;
+  bp.dout = T(dout, c.dt, in.dout.dims);
+  bp.q = fp.q, bp.k = fp.k, bp.v = fp.v, bp.out = fp.out, bp.lse = fp.lse;
+  bp.bias = fp.bias, bp.alibi_slopes = fp.alibi_slopes, bp.rng_key = fp.rng_key;
+  bp.shard = fp.shard;
+  bp.dq = T(dq, c.dt, in.q.dims);
+  bp.dk = T(dk, c.dt, in.k.dims);
+  bp.dv = T(dv, c.dt, in.v.dims);
+  bp.dbias = T(dbias, DType::kF32, dbias_dims);
+  bp.opt = opt;
+  const auto bprob = ops::attn_problem(bp);
+  if (!bprob) {
+    verdict(false, "shard backward params refused: " + bprob.status().message());
+    return o;
+  }
+  const int64_t ws_bytes = ops::FlashAttnBwdPortableTier::workspace_bytes(*bprob);
+  DevBuf ws(static_cast<size_t>(ws_bytes));
+  bp.workspace = T(ws, DType::kU8, {ws_bytes});
+  jk::Plan bplan;
+  bplan.workspace_base = ws.ptr();
+  ops::FlashAttnBwdPortableTier::plan(bp, jax_aiter::Target{}, bplan);
+  run_plan(bplan);
+  CHECK_CU(cuCtxSynchronize());
+  o.out = {out_dims, 2, download(out)};
+  o.lse = {lse_dims, 4, download(lse)};
+  o.dq = {in.q.dims, 2, download(dq)};
+  o.dk = {in.k.dims, 2, download(dk)};
+  o.dv = {in.v.dims, 2, download(dv)};
+  o.dbias = {dbias_dims, 4, in.bias ? download(dbias) : std::vector<unsigned char>{}};
+  o.ok = true;
+  return o;
+}
+
+// A piece: batches [b0, +nb), query heads [h0, +nh) (whole key-head groups: the cases' GQA groups
+// divide hq / 2), rows [r0, +nr).
+struct Piece {
+  int b0, nb, h0, nh, r0, nr;
+};
+
+ShardInputs piece_inputs(const Case& c, const ShardInputs& w, const Piece& p) {
+  const int group = c.hq / c.hk, hk0 = p.h0 / group, nhk = p.nh / group;
+  ShardInputs in{cut(w.q, {p.b0, p.r0, p.h0, 0}, {p.nb, p.nr, p.nh, c.d}),
+                 cut(w.k, {p.b0, 0, hk0, 0}, {p.nb, c.sk, nhk, c.d}),
+                 cut(w.v, {p.b0, 0, hk0, 0}, {p.nb, c.sk, nhk, c.dv}),
+                 cut(w.dout, {p.b0, p.r0, p.h0, 0}, {p.nb, p.nr, p.nh, c.dv}),
+                 {},
+                 {}};
+  if (w.bias) {
+    const int64_t at[4] = {p.b0, p.h0, p.r0, 0}, n[4] = {p.nb, p.nh, p.nr, c.sk};
+    std::vector<int64_t> start(4), size(4);
+    for (int i = 0; i < 4; ++i) {
+      start[i] = w.bias->dims[i] == 1 ? 0 : at[i];
+      size[i] = w.bias->dims[i] == 1 ? 1 : n[i];
+    }
+    in.bias = cut(*w.bias, start, size);
+  }
+  if (w.alibi) {
+    in.alibi = w.alibi->dims.size() == 1 ? cut(*w.alibi, {p.h0}, {p.nh})
+                                         : cut(*w.alibi, {p.b0, p.h0}, {p.nb, p.nh});
+  }
+  return in;
+}
+
+struct Split {
+  std::string name;
+  std::vector<Piece> pieces;
+  bool exact;  // bit for bit (else within rounding)
+};
+
+// Batch, heads, rows on tile boundaries, every combination of the three, rows through tiles.
+std::vector<Split> splits_of(const Case& c) {
+  const int hh = c.hq / 2, rows = A::kRowsQ[0];
+  std::vector<Split> s = {
+      {"batch", {}, true},
+      {"heads", {{0, c.b, 0, hh, 0, c.sq}, {0, c.b, hh, c.hq - hh, 0, c.sq}}, true},
+      {"rows", {{0, c.b, 0, c.hq, 0, rows}, {0, c.b, 0, c.hq, rows, c.sq - rows}}, true},
+      {"batch x heads x rows", {}, true},
+      {"rows through tiles",
+       {{0, c.b, 0, c.hq, 0, 40}, {0, c.b, 0, c.hq, 40, 61}, {0, c.b, 0, c.hq, 101, c.sq - 101}},
+       false}};
+  for (int b = 0; b < c.b; ++b) {
+    s[0].pieces.push_back({b, 1, 0, c.hq, 0, c.sq});
+    for (int h0 : {0, hh}) {
+      for (int r0 = 0; r0 < c.sq; r0 += rows) {
+        s[3].pieces.push_back({b, 1, h0, h0 == 0 ? hh : c.hq - hh, r0, std::min(rows, c.sq - r0)});
+      }
+    }
+  }
+  return s;
+}
+
+void check_shards_of(const Case& c, std::mt19937& rng) {
+  const Layout L = layout_of(c);
+  const Inputs raw = make_inputs(c, L, rng);
+  ShardInputs w{host_array(raw.q, {c.b, c.sq, c.hq, c.d}),
+                host_array(raw.k, {c.b, c.sk, c.hk, c.d}),
+                host_array(raw.v, {c.b, c.sk, c.hk, c.dv}),
+                host_array(raw.dout, {c.b, c.sq, c.hq, c.dv}),
+                {},
+                {}};
+  if (c.bias) {
+    const std::vector<int64_t> bd(raw.bias_dims.begin(), raw.bias_dims.end());
+    w.bias = c.bias_f32 ? host_array(raw.biasf, bd) : host_array(raw.bias16, bd);
+  }
+  if (c.alibi == 1) w.alibi = host_array(raw.slopes, {c.hq});
+  if (c.alibi == 2) w.alibi = host_array(raw.slopes, {c.b, c.hq});
+  const ShardOutputs whole = run_shard(c, w, raw.key, nullptr);
+  if (!whole.ok) return;
+  const int group = c.hq / c.hk;
+  const double tol = c.dt == DType::kBF16 ? 1e-2 : 2e-3;
+  const std::vector<double> whole_dk = values(whole.dk, c.dt), whole_dv = values(whole.dv, c.dt);
+
+  for (const Split& sp : splits_of(c)) {
+    std::vector<double> dk_sum(whole_dk.size(), 0.0), dv_sum(whole_dv.size(), 0.0);
+    std::string bad;
+    for (const Piece& p : sp.pieces) {
+      const int32_t offsets[4] = {p.b0, p.h0, p.r0, c.sq};
+      const ShardOutputs o = run_shard(c, piece_inputs(c, w, p), raw.key, offsets);
+      if (!o.ok) return;
+      const int hk0 = p.h0 / group, nhk = p.nh / group;
+      const bool all_rows = p.nr == c.sq;
+      const std::pair<const char*, const HostArray*> got[] = {{"out", &o.out}, {"lse", &o.lse},
+                                                              {"dq", &o.dq},   {"dbias", &o.dbias},
+                                                              {"dk", &o.dk},   {"dv", &o.dv}};
+      const HostArray want[] = {
+          cut(whole.out, {p.b0, p.r0, p.h0, 0}, {p.nb, p.nr, p.nh, c.dv}),
+          cut(whole.lse, {p.b0, p.h0, p.r0}, {p.nb, p.nh, p.nr}),
+          cut(whole.dq, {p.b0, p.r0, p.h0, 0}, {p.nb, p.nr, p.nh, c.d}),
+          c.bias ? cut(whole.dbias, {p.b0, p.h0, p.r0, 0}, {p.nb, p.nh, p.nr, c.sk}) : HostArray{},
+          all_rows ? cut(whole.dk, {p.b0, 0, hk0, 0}, {p.nb, c.sk, nhk, c.d}) : HostArray{},
+          all_rows ? cut(whole.dv, {p.b0, 0, hk0, 0}, {p.nb, c.sk, nhk, c.dv}) : HostArray{}};
+      for (int i = 0; i < 6; ++i) {
+        if (want[i].bytes.empty()) continue;
+        const bool ok = sp.exact ? got[i].second->bytes == want[i].bytes
+                                 : rel_diff(values(*got[i].second, c.dt), values(want[i], c.dt)) <=
+                                       (i == 1 ? 1e-5 : tol);
+        if (!ok) bad += " " + std::string(got[i].first) + "@r0=" + std::to_string(p.r0);
+      }
+      // This piece's dk, dv added into their places in the whole.
+      auto add = [&](const HostArray& part, std::vector<double>& sum, int dim) {
+        for (int b = 0; b < p.nb; ++b)
+          for (int j = 0; j < c.sk; ++j)
+            for (int h = 0; h < nhk; ++h)
+              for (int e = 0; e < dim; ++e) {
+                const int64_t from = ((int64_t(b) * c.sk + j) * nhk + h) * dim + e;
+                const int64_t to = ((int64_t(p.b0 + b) * c.sk + j) * c.hk + hk0 + h) * dim + e;
+                sum[size_t(to)] += value_of(part, from, c.dt);
+              }
+      };
+      add(o.dk, dk_sum, c.d);
+      add(o.dv, dv_sum, c.dv);
+    }
+    const double ek = rel_diff(dk_sum, whole_dk), ev = rel_diff(dv_sum, whole_dv);
+    if (!(ek <= tol && ev <= tol)) bad += " dk/dv sums";
+    char buf[240];
+    std::snprintf(buf, sizeof buf, "shards %s of %s %s: %zu pieces%s, dk/dv sums %.1e %.1e%s%s",
+                  sp.name.c_str(), c.name.c_str(), c.dt == DType::kBF16 ? "bf16" : "f16",
+                  sp.pieces.size(), sp.exact ? " bit for bit" : "", ek, ev,
+                  bad.empty() ? "" : "; wrong:", bad.c_str());
+    verdict(bad.empty(), buf);
+  }
+}
+
+// The dropout mask of a piece is the whole call's at its offsets.
+void check_shard_masks(std::mt19937& rng) {
+  const int b = 2, h = 3, sq = 37, sk = 131;
+  const std::vector<unsigned> keyv = {static_cast<unsigned>(rng()), static_cast<unsigned>(rng())};
+  DevBuf key = upload(keyv);
+  auto mask = [&](const Piece& p, const int32_t* shard) {
+    DevBuf keep(size_t(p.nb) * p.nh * p.nr * sk);
+    DevBuf shardb = shard ? upload(std::vector<int32_t>(shard, shard + 4)) : DevBuf();
+    ops::AttnDropoutMaskParams mp;
+    mp.rng_key = ops::Tensor::over(key.ptr(), DType::kI32, {2});
+    if (shard) mp.shard = ops::Tensor::over(shardb.ptr(), DType::kI32, {4});
+    mp.keep = ops::Tensor::over(keep.ptr(), DType::kU8, {p.nb, p.nh, p.nr, sk});
+    mp.dropout_p = 0.3f;
+    jk::Plan plan;
+    ops::AttnDropoutMaskPortableTier::plan(mp, jax_aiter::Target{}, plan);
+    run_plan(plan);
+    CHECK_CU(cuCtxSynchronize());
+    return HostArray{{p.nb, p.nh, p.nr, sk}, 1, download(keep)};
+  };
+  const HostArray whole = mask({0, b, 0, h, 0, sq}, nullptr);
+  std::string bad;
+  for (const Piece& p : {Piece{1, 1, 0, h, 0, sq}, Piece{0, b, 2, 1, 0, sq},
+                         Piece{0, b, 0, h, 13, 24}, Piece{1, 1, 1, 2, 5, 9}}) {
+    const int32_t offsets[4] = {p.b0, p.h0, p.r0, sq};
+    if (mask(p, offsets).bytes != cut(whole, {p.b0, p.h0, p.r0, 0}, {p.nb, p.nh, p.nr, sk}).bytes) {
+      bad += " r0=" + std::to_string(p.r0) + ",h0=" + std::to_string(p.h0);
+    }
+  }
+  verdict(bad.empty(), "shards of dropout_mask [2,3,37,131]: 4 pieces bit for bit" +
+                           (bad.empty() ? std::string() : "; wrong:" + bad));
+}
+
+// Every feature the offsets touch: dropout, causal (sq > sk too: rows that see no key), windows
+// (a right bound wider than a piece's rows), ALiBi of both shapes, bias full and broadcast, GQA,
+// each head-dim bucket.
+std::vector<Case> shard_cases() {
+  return {{.name = "causal dropout alibi[b,hq] bias",
+           .b = 2,
+           .sq = 192,
+           .sk = 160,
+           .hq = 4,
+           .hk = 2,
+           .causal = true,
+           .bias = true,
+           .alibi = 2,
+           .p = 0.2f},
+          {.name = "window alibi[hq]",
+           .dt = DType::kF16,
+           .b = 2,
+           .sq = 192,
+           .sk = 256,
+           .hq = 4,
+           .hk = 2,
+           .d = 128,
+           .dv = 96,
+           .wl = 40,
+           .wr = 100,
+           .alibi = 1},
+          {.name = "sq>sk causal dropout bias[1,hq,1,sk]",
+           .b = 2,
+           .sq = 192,
+           .sk = 96,
+           .hq = 4,
+           .hk = 2,
+           .d = 256,
+           .dv = 192,
+           .causal = true,
+           .bias = true,
+           .bias_bcast = {true, false, true, false},
+           .bias_f32 = false,
+           .p = 0.1f}};
+}
+
 // ---- benchmark ----
 struct BenchShape {
   int b, s, hq, hk, d;
@@ -985,6 +1356,8 @@ int main(int argc, char** argv) {
     for (const Case& c : cases()) check_case(c, rng);
     check_dropout_mask(rng);
     check_gqa_reduce(rng);
+    for (const Case& c : shard_cases()) check_shards_of(c, rng);
+    check_shard_masks(rng);
     std::printf("\n%d passed, %d failed\n", passed, failed);
   }
   // bench [shape index] [repetitions]: one shape, e.g. once under a profiler.

@@ -1,12 +1,26 @@
 // How flash attention meets XLA (absent optional inputs arrive as u8[0]):
-//   aiter.flash_attn_fwd  (q, k, v, bias?, alibi_slopes?, cu_seqlens_q?, cu_seqlens_k?, rng_key?)
-//                         -> (out, lse)
+//   aiter.flash_attn_fwd  (q, k, v, bias?, alibi_slopes?, cu_seqlens_q?, cu_seqlens_k?, rng_key?,
+//                          shard?) -> (out, lse)
 //   aiter.flash_attn_bwd  (dout, q, k, v, out, lse, bias?, alibi_slopes?, cu_seqlens_q?,
-//                          cu_seqlens_k?, rng_key?) -> (dq, dk, dv, dbias, workspace)
-//   aiter.attn_dropout_mask (rng_key) -> keep
+//                          cu_seqlens_k?, rng_key?, shard?) -> (dq, dk, dv, dbias, workspace)
+//   aiter.attn_dropout_mask (rng_key, shard?) -> keep
 // Attributes: softmax_scale, causal, window_left, window_right, dropout_p, max_seqlen_q,
 // max_seqlen_k, bf16_cvt; the backward adds deterministic and atomic32. dbias is f32[0] when there
 // is no bias.
+//
+// shard: int32[4] {b0, h0, r0, sq_total} when this call is one shard of a larger call split along
+// batch, query heads or query rows (context parallelism: q's rows split, k and v whole along the
+// sequence). This call's batch b, query head h and query row i are the whole call's b0 + b,
+// h0 + h and r0 + i; sq_total is the whole call's number of query rows (0: this call's own sq).
+// The kernels read it from device memory (the caller computes it on the device, e.g. from
+// jax.lax.axis_index: every device runs one program), and use the global indices for the dropout
+// mask (the same bits as the unsharded call) and to align causal masks, windows and ALiBi to the
+// whole call's bottom-right corner. Absent: unsharded. Every other operand is this call's slice
+// as usual (bias and alibi_slopes sliced too); a row shard's dk and dv are partial sums over its
+// queries, for the caller to sum over the shards. Varlen mode (cu_seqlens given) never splits the
+// sequence dim: r0 and sq_total must be 0 (b0 counts sequences); nothing checks this. AITER's ASM
+// tier takes no shard (our portable kernels serve such calls). For attn_dropout_mask, keep is the
+// whole call's mask at (b0 + b, h0 + h, r0 + i, j) (sq_total unused).
 #pragma once
 
 #include <array>
@@ -43,6 +57,7 @@ struct FfiSpec<ops::FlashAttnFwd> {
                                        optional_input("cu_seqlens_q", &P::cu_seqlens_q),
                                        optional_input("cu_seqlens_k", &P::cu_seqlens_k),
                                        optional_input("rng_key", &P::rng_key),
+                                       optional_input("shard", &P::shard),
                                        output("out", &P::out),
                                        output("lse", &P::lse)};
   static constexpr auto attributes = attention_spec::options<P>();
@@ -62,6 +77,7 @@ struct FfiSpec<ops::FlashAttnBwd> {
                                        optional_input("cu_seqlens_q", &P::cu_seqlens_q),
                                        optional_input("cu_seqlens_k", &P::cu_seqlens_k),
                                        optional_input("rng_key", &P::rng_key),
+                                       optional_input("shard", &P::shard),
                                        output("dq", &P::dq),
                                        output("dk", &P::dk),
                                        output("dv", &P::dv),
@@ -80,7 +96,8 @@ struct FfiSpec<ops::FlashAttnBwd> {
 template <>
 struct FfiSpec<ops::AttnDropoutMask> {
   using P = ops::AttnDropoutMask::Params;
-  static constexpr std::array operands{input("rng_key", &P::rng_key), output("keep", &P::keep)};
+  static constexpr std::array operands{
+      input("rng_key", &P::rng_key), optional_input("shard", &P::shard), output("keep", &P::keep)};
   static constexpr std::array attributes{attr<&P::dropout_p>("dropout_p", kRequired)};
 };
 

@@ -16,7 +16,9 @@
 //   gqa   (x): dst elements [x kReduceThreads 4, +kReduceThreads 4) of the flattened dst.
 //   mask  (x, i, b * heads + h): keep[b, h, i, j] for j in [x 4 kMaskThreads, +4 kMaskThreads).
 // Rows past a sequence's end, heads >= heads (y), batches >= batch (z) are skipped. A kernel asked
-// for a head dim above its bucket D (a planning bug) writes NaN over its block's outputs.
+// for a head dim above its bucket D (a planning bug) writes NaN over its block's outputs. A shard
+// (the args' `shard`) reads as kernels/shared/attention.h says: blocks index this call's rows,
+// heads and batches; masks, ALiBi and dropout see the whole call's.
 #pragma once
 
 #include <algorithm>
@@ -76,6 +78,7 @@ am::View view_of(const Args& a, DType dtype) {
   v.rng_key = a.rng_key;
   v.dropout_threshold = a.dropout_threshold;
   v.dropout_scale = a.dropout_scale;
+  v.shard = a.shard;
   return v;
 }
 
@@ -243,14 +246,15 @@ inline void attn_dropout_mask(const kernels::KernelArgs& packed, kernels::Dim3 g
   constexpr int64_t kPerBlock = int64_t{kernels::attention::kMaskThreads} * 4;
   const int64_t sq = a.seqlen_q, sk = a.seqlen_k, heads = a.heads;
   const int64_t planes = std::min<int64_t>(grid.z, int64_t{a.batch} * heads);
+  const kernels::attention::AttnShard sh = kernels::attention::attn_shard(a.shard);
   for (int64_t bh = 0; bh < planes; ++bh) {
     for (int64_t i = 0; i < std::min<int64_t>(grid.y, sq); ++i) {
       unsigned char* row = a.keep + (bh * sq + i) * sk;
       for (int64_t x = 0; x < grid.x; ++x) {
         for (int64_t j = x * kPerBlock; j < std::min((x + 1) * kPerBlock, sk); ++j) {
-          row[j] = kernels::attention::attn_dropout_keep(a.rng_key, static_cast<int>(bh / heads),
-                                                         static_cast<int>(bh % heads), i, j,
-                                                         a.dropout_threshold);
+          row[j] = kernels::attention::attn_dropout_keep(
+              a.rng_key, sh.b0 + static_cast<int>(bh / heads), sh.h0 + static_cast<int>(bh % heads),
+              sh.r0 + i, j, a.dropout_threshold);
         }
       }
     }

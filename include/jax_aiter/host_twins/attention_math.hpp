@@ -22,6 +22,9 @@
 // - lse / delta (float32): b * batch_stride + head * head_stride + start + row.
 // - A row with no visible key, or whose visible scores are all -inf: out 0, lse +inf, and no
 //   gradient anywhere (exp(s - lse) = 0).
+// - A sharded call (View::shard, kernels/shared/attention.h "Sharded calls"): rows, heads and
+//   batches here are this call's; the mask, ALiBi and dropout see them as the whole call's
+//   (Sequence::off, and the shard's b0, h0, r0 in the dropout counter).
 #pragma once
 
 #include <algorithm>
@@ -137,6 +140,7 @@ struct View {
   const unsigned* rng_key = nullptr;  // read only when dropout_threshold > 0
   unsigned dropout_threshold = 0;
   float dropout_scale = 1.f;
+  const int* shard = nullptr;  // int32[4] {b0, h0, r0, sq_total}, or null (unsharded)
 
   int64_t group() const { return heads_k > 0 ? heads_q / heads_k : 1; }
   int64_t key_head(int64_t h) const { return h / std::max<int64_t>(group(), 1); }
@@ -144,9 +148,10 @@ struct View {
 };
 
 // Where sequence b's rows start in q / k and how many there are. Varlen: every cu_seqlens entry
-// clamped into [0, total], the end to at least the start, the length to the maximum.
+// clamped into [0, total], the end to at least the start, the length to the maximum. Query row i
+// has key i + off on its diagonal (attn_diagonal_offset: sk - sq unless the call is a row shard).
 struct Sequence {
-  int64_t q_start = 0, k_start = 0, sq = 0, sk = 0;
+  int64_t q_start = 0, k_start = 0, sq = 0, sk = 0, off = 0;
 };
 inline Sequence sequence(const View& v, int64_t b) {
   Sequence s{0, 0, std::max<int64_t>(v.seqlen_q, 0), std::max<int64_t>(v.seqlen_k, 0)};
@@ -158,6 +163,8 @@ inline Sequence sequence(const View& v, int64_t b) {
   };
   if (v.cu_seqlens_q) varlen(v.cu_seqlens_q, v.total_q, v.seqlen_q, s.q_start, s.sq);
   if (v.cu_seqlens_k) varlen(v.cu_seqlens_k, v.total_k, v.seqlen_k, s.k_start, s.sk);
+  s.off =
+      kernels::attention::attn_diagonal_offset(s.sq, s.sk, kernels::attention::attn_shard(v.shard));
   return s;
 }
 
@@ -171,20 +178,27 @@ struct Range {
   }
 };
 
-// The keys query row i sees in a sequence of sq queries and sk keys (attn_visible in closed form:
-// a contiguous range whose ends never decrease as i grows).
-inline Range visible_keys(int64_t i, int64_t sq, int64_t sk, int left, int right) {
-  const int64_t diagonal = i + sk - sq;
+// The keys among sk that a query whose diagonal is key `diagonal` sees (attn_visible_at in closed
+// form: a contiguous range whose ends never decrease as the diagonal grows).
+inline Range visible_keys_at(int64_t diagonal, int64_t sk, int left, int right) {
   const int64_t lo = left >= 0 ? std::clamp<int64_t>(diagonal - left, 0, sk) : 0;
   const int64_t hi = right >= 0 ? std::clamp<int64_t>(diagonal + right + 1, 0, sk) : sk;
   return {lo, std::max(lo, hi)};
 }
-// The queries that see key j (the same relation read the other way).
-inline Range visible_queries(int64_t j, int64_t sq, int64_t sk, int left, int right) {
-  const int64_t i_of_diagonal = j - sk + sq;  // the query whose diagonal is j
+// The queries among sq that see key j, query i's diagonal being key i + off (the same relation
+// read the other way).
+inline Range visible_queries_at(int64_t j, int64_t off, int64_t sq, int left, int right) {
+  const int64_t i_of_diagonal = j - off;  // the query whose diagonal is j
   const int64_t lo = right >= 0 ? std::clamp<int64_t>(i_of_diagonal - right, 0, sq) : 0;
   const int64_t hi = left >= 0 ? std::clamp<int64_t>(i_of_diagonal + left + 1, 0, sq) : sq;
   return {lo, std::max(lo, hi)};
+}
+// The same in an unsharded sequence of sq queries and sk keys (attn_visible).
+inline Range visible_keys(int64_t i, int64_t sq, int64_t sk, int left, int right) {
+  return visible_keys_at(i + sk - sq, sk, left, right);
+}
+inline Range visible_queries(int64_t j, int64_t sq, int64_t sk, int left, int right) {
+  return visible_queries_at(j, sk - sq, sq, left, right);
 }
 
 namespace detail {
@@ -276,6 +290,7 @@ struct Head {
   const View& v;
   Sequence s;
   int64_t b, h, hk, dp, dvp;
+  kernels::attention::AttnShard shard;  // the dropout counter's offsets
   float slope = 0.f;
   int64_t i0 = 0, ni = 0, j0 = 0, nj = 0;  // the chunks loaded
   std::vector<float> q, dout, k, kt, vv, vt, bias, st, dpt, pt, dst, lse, delta;
@@ -288,7 +303,8 @@ struct Head {
         h(h_),
         hk(view.key_head(h_)),
         dp(round_up(std::max<int64_t>(view.head_dim, 0), 8)),
-        dvp(round_up(std::max<int64_t>(view.head_dim_v, 0), 8)) {
+        dvp(round_up(std::max<int64_t>(view.head_dim_v, 0), 8)),
+        shard(kernels::attention::attn_shard(view.shard)) {
     if (view.alibi_slopes) slope = view.alibi_slopes[b * view.alibi_batch_stride + h];
     const auto tile = static_cast<size_t>(kChunk * kChunk);
     q.assign(static_cast<size_t>(kChunk * dp), 0.f);
@@ -304,10 +320,10 @@ struct Head {
   }
 
   Range keys_of(int64_t i) const {
-    return visible_keys(i, s.sq, s.sk, v.window_left, v.window_right);
+    return visible_keys_at(i + s.off, s.sk, v.window_left, v.window_right);
   }
   Range queries_of(int64_t j) const {
-    return visible_queries(j, s.sq, s.sk, v.window_left, v.window_right);
+    return visible_queries_at(j, s.off, s.sq, v.window_left, v.window_right);
   }
   // The keys any of queries [first, last) sees, and the other way round.
   Range keys_of(Range rows) const { return {keys_of(rows.lo).lo, keys_of(rows.hi - 1).hi}; }
@@ -364,11 +380,13 @@ struct Head {
     if (v.dropout()) {
       keep.resize(static_cast<size_t>(kChunk * kChunk));
       for (int64_t r = 0; r < ni; ++r) {
-        // One Philox call per 4 columns: counter (i, j / 4, h, b), word j % 4 (attn_dropout_keep).
+        // One Philox call per 4 columns: counter (i, j / 4, h, b), word j % 4 (attn_dropout_keep),
+        // with the whole call's i, h, b.
         for (int64_t jb = j0 >> 2; jb <= (j0 + nj - 1) >> 2; ++jb) {
           const auto w = kernels::attention::philox4x32_10(
-              static_cast<unsigned>(i0 + r), static_cast<unsigned>(jb), static_cast<unsigned>(h),
-              static_cast<unsigned>(b), v.rng_key[0], v.rng_key[1]);
+              static_cast<unsigned>(shard.r0 + i0 + r), static_cast<unsigned>(jb),
+              static_cast<unsigned>(shard.h0 + h), static_cast<unsigned>(shard.b0 + b),
+              v.rng_key[0], v.rng_key[1]);
           for (int64_t e = 0; e < 4; ++e) {
             const int64_t c = jb * 4 + e - j0;
             if (c >= 0 && c < nj) keep[r * kChunk + c] = w.v[e] >= v.dropout_threshold;
@@ -386,7 +404,7 @@ struct Head {
   float score(int64_t r, int64_t c) const {
     float sv = st[r * kChunk + c] * v.scale;
     if (v.bias) sv += bias[r * kChunk + c];
-    if (v.alibi_slopes) sv += kernels::attention::attn_alibi(slope, i0 + r, j0 + c, s.sq, s.sk);
+    if (v.alibi_slopes) sv += kernels::attention::attn_alibi_at(slope, i0 + r + s.off, j0 + c);
     return sv;
   }
   float dropout_factor(int64_t r, int64_t c) const {

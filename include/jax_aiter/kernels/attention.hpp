@@ -32,10 +32,10 @@ struct AttnDropoutMaskArgs {
 #undef JA_ATTN_MEMBER
 
 // No padding anywhere: the structs are the kernels' parameter lists byte for byte.
-static_assert(sizeof(AttnFwdArgs) == 10 * 8 + 18 * 8 + 16 * 4);
-static_assert(sizeof(AttnBwdArgs) == 16 * 8 + 33 * 8 + 16 * 4);
+static_assert(sizeof(AttnFwdArgs) == 11 * 8 + 18 * 8 + 16 * 4);
+static_assert(sizeof(AttnBwdArgs) == 17 * 8 + 33 * 8 + 16 * 4);
 static_assert(sizeof(AttnGqaReduceArgs) == 3 * 8 + 4 * 4);
-static_assert(sizeof(AttnDropoutMaskArgs) == 2 * 8 + 6 * 4);
+static_assert(sizeof(AttnDropoutMaskArgs) == 3 * 8 + 6 * 4);
 
 #define JA_ATTN_FIELD(Struct, T, name) JAX_AITER_ARG_FIELD(Struct, name),
 #define JA_ATTN_FWD_FIELD(T, name) JA_ATTN_FIELD(AttnFwdArgs, T, name)

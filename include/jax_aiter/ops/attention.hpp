@@ -55,6 +55,7 @@ struct AttnDropoutMask {
     namespace D = attention_detail;
     JAX_AITER_RETURN_IF_ERROR(D::expect(op, "rng_key", p.rng_key, DType::kI32, {2},
                                         "a dropout key's two u32 words, bitcast"));
+    JAX_AITER_RETURN_IF_ERROR(D::expect_shard(op, p.shard));
     const Tensor& k = p.keep;
     if (k.dtype != DType::kU8 || k.rank != 4) {
       return operand_error(op, "keep", StrCat("expected u8[b, hq, sq, sk], got ", describe(k)));

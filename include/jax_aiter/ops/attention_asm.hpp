@@ -3,6 +3,9 @@
 // github.com/ROCm/aiter at e4048607a535: csrc/cpp_itfs/mha_{fwd,bwd}.cu, the torch wrappers
 // csrc/py_itfs_cu/asm_mha_*.cu and the Python gates of aiter/ops/mha.py).
 //
+// Both gates: not a shard of a larger call (AITER's argument structs have no place for shard
+// offsets; a sharded call goes to our portable kernels, which read them).
+//
 // Forward gate: gfx942 or gfx950; bf16; head dims (128, 128) or (192, 128); no bias, ALiBi or
 // dropout; no mask or causal (ours is bottom-right: AITER's mask 2), no sliding window; in batch
 // mode seqlen_q > 128 (AITER's Python leaves shorter ones, decode shapes, to CK); for (192, 128)
@@ -111,6 +114,7 @@ constexpr Verdict select_aiter_fmha_fwd(const AttnProblem& p, const Target& t,
                                         AiterFmhaFwdChoice* out) {
   namespace D = attention_asm_detail;
   if (!D::aiter_arch(t.arch)) return D::not_aiter_arch();
+  if (p.sharded) return Verdict::no("AITER's v3 kernels take no shard offsets");
   if (p.dtype != DType::kBF16) return Verdict::no("AITER's v3 forward takes bf16 (q is f16)");
   if (p.has_bias) return Verdict::no("AITER's v3 forward takes no bias");
   if (p.has_alibi) return Verdict::no("AITER's v3 forward takes no ALiBi");
@@ -413,6 +417,7 @@ constexpr BwdPieces bwd_pieces(const AttnProblem& p, const AiterFmhaBwdChoice& c
 // The gate of the tier's comment, before the row lookup.
 constexpr Verdict bwd_gate(const AttnProblem& p, Arch arch, AiterFmhaBwdChoice* c) {
   if (!aiter_arch(arch)) return not_aiter_arch();
+  if (p.sharded) return Verdict::no("AITER's v3 kernels take no shard offsets");
   if (p.has_bias) return Verdict::no("AITER's v3 backward takes no bias (nor its gradient)");
   if (p.has_alibi) return Verdict::no("AITER's v3 backward takes no ALiBi");
   if (p.has_dropout) return Verdict::no("AITER's v3 backward has no dropout");

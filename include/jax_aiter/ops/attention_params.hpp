@@ -8,6 +8,8 @@
 //           lse float32 [hq, total_q]; cu_seqlens_q/k int32 [nseq + 1]; max_seqlen_q/k bound
 //           every sequence (sequence contents are device data: never read by the host).
 // The math, the mask and the dropout RNG are those of kernels/shared/attention.h.
+// shard: optional int32[4] {b0, h0, r0, sq_total}, this call's place in the whole call it is a
+// shard of (kernels/shared/attention.h, "Sharded calls"): device data, read by the kernels only.
 #pragma once
 
 #include <cmath>
@@ -50,6 +52,7 @@ struct FlashAttnFwdParams {
   std::optional<Tensor> alibi_slopes;                // float32 [hq] or [b, hq]
   std::optional<Tensor> cu_seqlens_q, cu_seqlens_k;  // int32 [nseq + 1] (varlen)
   std::optional<Tensor> rng_key;  // int32 [2]: the dropout key's two u32 words, bitcast
+  std::optional<Tensor> shard;    // int32 [4]: {b0, h0, r0, sq_total} (a sharded call)
   Tensor out, lse;
   AttnOptions opt;
   Dispatch dispatch;
@@ -57,7 +60,7 @@ struct FlashAttnFwdParams {
 
 struct FlashAttnBwdParams {
   Tensor dout, q, k, v, out, lse;
-  std::optional<Tensor> bias, alibi_slopes, cu_seqlens_q, cu_seqlens_k, rng_key;
+  std::optional<Tensor> bias, alibi_slopes, cu_seqlens_q, cu_seqlens_k, rng_key, shard;
   Tensor dq, dk, dv;
   Tensor dbias;  // float32 [b, hq, sq, sk] with a bias, f32[0] without
   Tensor workspace;
@@ -74,8 +77,10 @@ struct FlashAttnBwdParams {
 
 // dropout_mask: keep u8 [b, hq, sq, sk], 1 where the attention kernels keep a score.
 struct AttnDropoutMaskParams {
-  Tensor rng_key;  // int32 [2] (the key's u32 words, bitcast)
-  Tensor keep;     // u8 [b, hq, sq, sk]
+  Tensor rng_key;               // int32 [2] (the key's u32 words, bitcast)
+  std::optional<Tensor> shard;  // int32 [4]: {b0, h0, r0, sq_total}; keep is then the whole
+                                // call's mask at (b0 + b, h0 + h, r0 + i, j)
+  Tensor keep;                  // u8 [b, hq, sq, sk]
   float dropout_p = 0.f;
   Dispatch dispatch;
 };
@@ -95,6 +100,8 @@ struct AttnProblem {
   int64_t window_left = -1, window_right = -1;  // normalised: -1 where the bound is a no-op
   Mask mask = Mask::kNone;
   bool has_bias = false, has_alibi = false, has_dropout = false;
+  // A shard of a larger call (its offsets are device data: only their presence is known here).
+  bool sharded = false;
   float softmax_scale = 1.f;
   int bf16_cvt = 1;
   bool deterministic = false;  // backward only
@@ -107,11 +114,16 @@ namespace attention_detail {
 
 // (left, right) with the no-op bounds made -1: left >= sk - 1 sees every key before the diagonal
 // for every query, right >= sq - 1 every key after it (kernels/shared/attention.h attn_visible).
+// A row shard's first row sits r0 rows into a whole call of sq_total rows, unknown here (device
+// data): its right bound is a no-op only when right >= sq_total - 1 - r0, so a sharded call keeps
+// it unless it is at least 2^31 - 2 (sq_total is an int32). (Left stays safe: no query's diagonal
+// passes the last key.)
 inline void normalise_window(AttnProblem& p, const AttnOptions& o) {
   int64_t left = o.window_left < 0 ? -1 : o.window_left;
   int64_t right = o.causal ? 0 : (o.window_right < 0 ? -1 : o.window_right);
   if (left >= p.seqlen_k - 1) left = -1;
-  if (right >= p.seqlen_q - 1) right = -1;
+  const int64_t no_op_right = p.sharded ? std::numeric_limits<int32_t>::max() - 1 : p.seqlen_q - 1;
+  if (right >= no_op_right) right = -1;
   p.window_left = left;
   p.window_right = right;
   p.mask = left < 0 && right < 0    ? AttnProblem::Mask::kNone
@@ -141,6 +153,19 @@ inline bool has_dims(const Tensor& t, std::initializer_list<int64_t> dims) {
   return true;
 }
 
+// The shard operand, when present: int32[4].
+inline Status expect_shard(std::string_view op, const std::optional<Tensor>& shard) {
+  if (!shard) return {};
+  if (shard->dtype != DType::kI32 || !has_dims(*shard, {4})) {
+    return operand_error(op, "shard",
+                         StrCat("expected int32[4] {b0, h0, r0, sq_total} (this call's place in "
+                                "the whole call), got ",
+                                describe(*shard)));
+  }
+  if (shard->data == nullptr) return operand_error(op, "shard", "null data pointer");
+  return {};
+}
+
 // Checks `t` is exactly dtype[dims]; the message says where the expectation comes from.
 inline Status expect(std::string_view op, std::string_view operand, const Tensor& t, DType dtype,
                      std::initializer_list<int64_t> dims, std::string_view why) {
@@ -159,7 +184,8 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
                                      const std::optional<Tensor>& alibi,
                                      const std::optional<Tensor>& cu_q,
                                      const std::optional<Tensor>& cu_k,
-                                     const std::optional<Tensor>& rng_key, const AttnOptions& o) {
+                                     const std::optional<Tensor>& rng_key,
+                                     const std::optional<Tensor>& shard, const AttnOptions& o) {
   AttnProblem p;
   if (!is_16bit_float(q.dtype)) {
     return operand_error(op, "q", StrCat("expected dtype bf16 or f16, got ", name(q.dtype)));
@@ -316,6 +342,8 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
     return InvalidArgument(
         StrCat(op, ": attribute bf16_cvt: expected 0, 1 or 2, got ", o.bf16_cvt));
   }
+  JAX_AITER_RETURN_IF_ERROR(expect_shard(op, shard));
+  p.sharded = shard.has_value();
   p.softmax_scale = o.softmax_scale;
   p.bf16_cvt = static_cast<int>(o.bf16_cvt);
   normalise_window(p, o);
@@ -347,7 +375,7 @@ inline Expected<AttnProblem> attn_problem(const FlashAttnFwdParams& p) {
   constexpr std::string_view op = kFlashAttnFwdName;
   namespace D = attention_detail;
   auto prob = D::problem(op, p.q, p.k, p.v, p.bias, p.alibi_slopes, p.cu_seqlens_q, p.cu_seqlens_k,
-                         p.rng_key, p.opt);
+                         p.rng_key, p.shard, p.opt);
   if (!prob) return prob;
   Tensor want = p.q;
   want.dims[want.rank - 1] = prob->head_dim_v;
@@ -366,7 +394,7 @@ inline Expected<AttnProblem> attn_problem(const FlashAttnBwdParams& p) {
   constexpr std::string_view op = kFlashAttnBwdName;
   namespace D = attention_detail;
   auto prob = D::problem(op, p.q, p.k, p.v, p.bias, p.alibi_slopes, p.cu_seqlens_q, p.cu_seqlens_k,
-                         p.rng_key, p.opt);
+                         p.rng_key, p.shard, p.opt);
   if (!prob) return prob;
   Tensor want = p.q;
   want.dims[want.rank - 1] = prob->head_dim_v;

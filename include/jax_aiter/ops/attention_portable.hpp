@@ -7,7 +7,8 @@
 //             key head, looping over its query heads), dq (one block per query tile and query head,
 //             writing dbias rows too). No atomics anywhere, so gradients are the same bits every
 //             run, deterministic or not.
-// Strides in elements, computed from the dense layouts of ops/attention_params.hpp.
+// Strides in elements, computed from the dense layouts of ops/attention_params.hpp. A shard
+// operand is passed to every kernel as is (its offsets are device data the kernels read).
 #pragma once
 
 #include <cmath>
@@ -68,7 +69,8 @@ template <typename Args>
 void fill_common(Args& a, const AttnProblem& p, const Tensor& q, const Tensor& k, const Tensor& v,
                  const std::optional<Tensor>& bias, const std::optional<Tensor>& alibi,
                  const std::optional<Tensor>& cu_q, const std::optional<Tensor>& cu_k,
-                 const std::optional<Tensor>& rng_key, float dropout_p) {
+                 const std::optional<Tensor>& rng_key, const std::optional<Tensor>& shard,
+                 float dropout_p) {
   a.q = q.data;
   a.k = k.data;
   a.v = v.data;
@@ -77,6 +79,7 @@ void fill_common(Args& a, const AttnProblem& p, const Tensor& q, const Tensor& k
   a.cu_seqlens_q = static_cast<const int*>(data_or_null(cu_q));
   a.cu_seqlens_k = static_cast<const int*>(data_or_null(cu_k));
   a.rng_key = p.has_dropout ? static_cast<const unsigned*>(rng_key->data) : nullptr;
+  a.shard = static_cast<const int*>(data_or_null(shard));
   const Strides3 sq = strides_of(q, p.varlen), sk = strides_of(k, p.varlen),
                  sv = strides_of(v, p.varlen);
   a.q_batch_stride = sq.batch, a.q_seq_stride = sq.seq, a.q_head_stride = sq.head;
@@ -127,7 +130,7 @@ struct FlashAttnFwdPortableTier {
     const int bucket = kernels::attn_head_dim_bucket(prob.head_dim, prob.head_dim_v);
     kernels::AttnFwdArgs a{};
     D::fill_common(a, prob, p.q, p.k, p.v, p.bias, p.alibi_slopes, p.cu_seqlens_q, p.cu_seqlens_k,
-                   p.rng_key, p.opt.dropout_p);
+                   p.rng_key, p.shard, p.opt.dropout_p);
     a.out = p.out.data;
     a.lse = static_cast<float*>(p.lse.data);
     const D::Strides3 so = D::strides_of(p.out, prob.varlen);
@@ -154,7 +157,7 @@ struct FlashAttnBwdPortableTier {
     const int bucket = kernels::attn_head_dim_bucket(prob.head_dim, prob.head_dim_v);
     kernels::AttnBwdArgs a{};
     D::fill_common(a, prob, p.q, p.k, p.v, p.bias, p.alibi_slopes, p.cu_seqlens_q, p.cu_seqlens_k,
-                   p.rng_key, p.opt.dropout_p);
+                   p.rng_key, p.shard, p.opt.dropout_p);
     a.out = p.out.data;
     a.dout = p.dout.data;
     a.lse = static_cast<const float*>(p.lse.data);
@@ -200,6 +203,7 @@ struct AttnDropoutMaskPortableTier {
     const int64_t b = p.keep.dims[0], h = p.keep.dims[1], sq = p.keep.dims[2], sk = p.keep.dims[3];
     kernels::AttnDropoutMaskArgs a{};
     a.rng_key = static_cast<const unsigned*>(p.rng_key.data);
+    a.shard = static_cast<const int*>(attention_detail::data_or_null(p.shard));
     a.keep = static_cast<unsigned char*>(p.keep.data);
     a.batch = static_cast<int>(b);
     a.heads = static_cast<int>(h);

@@ -4,6 +4,22 @@
 // field list are generated from it, so they cannot drift), the kernels built, and the math that
 // must be bit-for-bit the same everywhere (which keys a query sees, ALiBi, the dropout RNG).
 // Plain C++ with no includes: nvcc and clang-22 (-nogpuinc) compile it into the kernels too.
+//
+// Sharded calls. A call may be one shard of a larger one, split along batch, query heads or query
+// rows (context parallelism: q's rows split, k and v whole along the sequence); every device runs
+// the same program, so where the shard sits is device data, `shard` = int32[4] {b0, h0, r0,
+// sq_total} (null: unsharded), read by the kernels themselves. This call's batch b, query head h
+// and query row i are the whole call's b0 + b, h0 + h and r0 + i, and sq_total is the whole
+// call's number of query rows (0: this call's own sq). They enter the math in two places, so a
+// shard computes exactly the whole call's values on its slice:
+//   - the dropout counter uses the global (b0 + b, h0 + h, r0 + i) (attn_dropout_keep);
+//   - masks and ALiBi are aligned to the whole call's bottom-right corner: query row i's diagonal
+//     (the key it sees straight ahead) is key i + off with off = sk - sq_total + r0
+//     (attn_diagonal_offset; unsharded, sk - sq). Keys are never split: sk is the whole sequence.
+// Bias and ALiBi slopes arrive sliced by the caller (read at the local b, h, i as ever). A row
+// shard's dk and dv are partial sums over its queries (the caller sums them over the shards).
+// Varlen mode (cu_seqlens given) never splits the sequence dim: r0 and sq_total must be 0 (b0
+// counts sequences, h0 heads); nobody checks this (the values are device data).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -31,12 +47,13 @@
 // (-1, 0). bias: [.., .., sq, sk] with broadcast dimensions at stride 0, of bias_dtype (kAttnF32,
 // kAttnBF16, kAttnF16), or null. alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq]
 // (stride hq), or null. rng_key: two u32 words (see attn_dropout_keep), read only when
-// dropout_threshold > 0; kept values are scaled by dropout_scale = 1 / (1 - p).
+// dropout_threshold > 0; kept values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4]
+// {b0, h0, r0, sq_total} (see "Sharded calls" above), or null.
 // clang-format off
 #define JAX_AITER_ATTN_FWD_ARGS(F, X)                                                            \
   F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
   X(const float*, alibi_slopes) X(const int*, cu_seqlens_q) X(const int*, cu_seqlens_k)          \
-  X(const unsigned*, rng_key) X(void*, out) X(float*, lse)                                        \
+  X(const unsigned*, rng_key) X(const int*, shard) X(void*, out) X(float*, lse)                   \
   X(long long, q_batch_stride) X(long long, q_seq_stride) X(long long, q_head_stride)             \
   X(long long, k_batch_stride) X(long long, k_seq_stride) X(long long, k_head_stride)             \
   X(long long, v_batch_stride) X(long long, v_seq_stride) X(long long, v_head_stride)             \
@@ -56,8 +73,8 @@
 #define JAX_AITER_ATTN_BWD_ARGS(F, X)                                                            \
   F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
   X(const float*, alibi_slopes) X(const int*, cu_seqlens_q) X(const int*, cu_seqlens_k)          \
-  X(const unsigned*, rng_key) X(const void*, out) X(const void*, dout) X(const float*, lse)       \
-  X(float*, delta) X(void*, dq) X(void*, dk) X(void*, dv) X(float*, dbias)                        \
+  X(const unsigned*, rng_key) X(const int*, shard) X(const void*, out) X(const void*, dout)      \
+  X(const float*, lse) X(float*, delta) X(void*, dq) X(void*, dk) X(void*, dv) X(float*, dbias)   \
   X(long long, q_batch_stride) X(long long, q_seq_stride) X(long long, q_head_stride)             \
   X(long long, k_batch_stride) X(long long, k_seq_stride) X(long long, k_head_stride)             \
   X(long long, v_batch_stride) X(long long, v_seq_stride) X(long long, v_head_stride)             \
@@ -83,10 +100,11 @@
   X(int, pad)
 
 // keep[b, h, i, j] (uint8, 1 kept, 0 dropped) for a [b, hq, sq, sk] score grid, the very bits the
-// attention kernels use (attn_dropout_keep).
+// attention kernels use (attn_dropout_keep). With a shard: the whole call's bits at (b0 + b,
+// h0 + h, r0 + i, j) (sq_total is not read: the mask has no alignment).
 #define JAX_AITER_ATTN_DROPOUT_MASK_ARGS(F, X)                                                   \
-  F(const unsigned*, rng_key) X(unsigned char*, keep) X(int, batch) X(int, heads) X(int, seqlen_q) \
-  X(int, seqlen_k) X(unsigned, dropout_threshold) X(int, pad)
+  F(const unsigned*, rng_key) X(const int*, shard) X(unsigned char*, keep) X(int, batch)         \
+  X(int, heads) X(int, seqlen_q) X(int, seqlen_k) X(unsigned, dropout_threshold) X(int, pad)
 // clang-format on
 
 // ---- the kernels built --------------------------------------------------------------------------
@@ -134,23 +152,52 @@ inline constexpr int kPreThreads = 256;
 inline constexpr int kReduceThreads = 256;
 inline constexpr int kMaskThreads = 128;
 
-// Whether query row i sees key column j (both counted from their sequence's start) in a sequence
-// of sq queries and sk keys: the window is aligned to the bottom-right corner (the last query
-// sees the last key), as flash-attn and AITER align causal masks. -1 leaves a side unbounded.
-JAX_AITER_ATTN_HD bool attn_visible(long long i, long long j, long long sq, long long sk, int left,
-                                    int right) {
-  const long long diagonal = i + sk - sq;
+// ---- which keys a query sees, ALiBi ------------------------------------------------------------
+
+// Where a call sits in the whole call it is a shard of (see "Sharded calls" at the top).
+struct AttnShard {
+  int b0, h0, r0, sq_total;
+};
+// The shard a kernel's `shard` argument names: {0, 0, 0, 0} (unsharded) for null.
+JAX_AITER_ATTN_HD AttnShard attn_shard(const int* shard) {
+  if (shard == nullptr) return {0, 0, 0, 0};
+  return {shard[0], shard[1], shard[2], shard[3]};
+}
+
+// The diagonal offset of a sequence of sq query rows (this call's) and sk keys: query row i
+// (counted from this call's first row) has key i + off on its diagonal, the key it sees straight
+// ahead. Masks and ALiBi are aligned to the bottom-right corner (the last query of the whole call
+// sees the last key), as flash-attn and AITER align causal masks: off = sk - sq unsharded, and
+// sk - sq_total + r0 for a shard (sq_total 0 meaning sq).
+JAX_AITER_ATTN_HD long long attn_diagonal_offset(long long sq, long long sk, const AttnShard& s) {
+  return sk - (s.sq_total > 0 ? s.sq_total : sq) + s.r0;
+}
+
+// Whether a query whose diagonal is key `diagonal` sees key j: -1 leaves a side unbounded.
+JAX_AITER_ATTN_HD bool attn_visible_at(long long diagonal, long long j, int left, int right) {
   if (left >= 0 && j < diagonal - left) return false;
   if (right >= 0 && j > diagonal + right) return false;
   return true;
 }
+// Whether query row i sees key column j (both counted from their sequence's start) in an
+// unsharded sequence of sq queries and sk keys.
+JAX_AITER_ATTN_HD bool attn_visible(long long i, long long j, long long sq, long long sk, int left,
+                                    int right) {
+  return attn_visible_at(i + sk - sq, j, left, right);
+}
 
-// The ALiBi term added to score (i, j): -slope * |i + sk - sq - j| (flash-attn's convention).
-JAX_AITER_ATTN_HD float attn_alibi(float slope, long long i, long long j, long long sq,
-                                   long long sk) {
-  const long long distance = i + sk - sq - j;
+// The ALiBi term added to score (i, j) with key `diagonal` on query i's diagonal:
+// -slope * |diagonal - j| (flash-attn's -slope * |i + sk - sq - j|).
+JAX_AITER_ATTN_HD float attn_alibi_at(float slope, long long diagonal, long long j) {
+  const long long distance = diagonal - j;
   return -slope * static_cast<float>(distance < 0 ? -distance : distance);
 }
+JAX_AITER_ATTN_HD float attn_alibi(float slope, long long i, long long j, long long sq,
+                                   long long sk) {
+  return attn_alibi_at(slope, i + sk - sq, j);
+}
+
+// ---- dropout ------------------------------------------------------------------------------------
 
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): four u32
 // words from a 128-bit counter and a 64-bit key.
@@ -175,9 +222,10 @@ JAX_AITER_ATTN_HD Philox4 philox4x32_10(unsigned c0, unsigned c1, unsigned c2, u
   return {{c0, c1, c2, c3}};
 }
 
-// Whether dropout keeps score (b, h, i, j) (i, j counted from the sequence's start; b the sequence
-// index in varlen mode): a pure function of the key and the position, so forward, backward and
-// dropout_mask agree whatever the tiling or tier. One Philox call serves 4 adjacent columns:
+// Whether dropout keeps score (b, h, i, j) of the whole call (a shard adds its b0, h0, r0; i, j
+// counted from the sequence's start; b the sequence index in varlen mode): a pure function of the
+// key and the position, so forward, backward, dropout_mask and every shard agree whatever the
+// tiling or tier. One Philox call serves 4 adjacent columns:
 // counter (i, j / 4, h, b), word j % 4; the score is dropped when that word is below
 // threshold = min(floor(p 2^32), 2^32 - 1).
 JAX_AITER_ATTN_HD bool attn_dropout_keep(const unsigned* key, int b, int h, long long i,
