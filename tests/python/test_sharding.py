@@ -47,17 +47,20 @@ def mesh2():
     return Mesh(np.asarray(DEVICES[:4]).reshape(2, 2), ("x", "y"))
 
 
-def collectives(hlo: str) -> dict:
-    """The arrays a compiled program moves through collectives, by kind (an async pair counts once;
-    where XLA combines several into one op with a tuple result, each array counts), and the
-    types of the arrays."""
-    counts, shapes = {}, {}
+def collectives(hlo: str) -> tuple[dict, dict]:
+    """What a compiled program moves through collectives, by kind: the elements of their results
+    (the arrays each device ends up with), and those arrays' types. Elements, not ops, because
+    backends differ in how they package the same traffic: XLA may combine several collectives into
+    one op (a tuple, or on GPU one flat buffer) and GPU's async ops return (operand, result)."""
+    elements, types = {}, {}
     for kind in KINDS:
-        for ty in re.findall(r"= (\([^=]*?\)|\S+) " + kind + r"(?:-start)?\(", hlo):
+        for ty, start in re.findall(r"= (\([^=]*?\)|\S+) " + kind + r"(-start)?\(", hlo):
             arrays = re.findall(r"\w+\[[\d,]*\]", ty)
-            counts[kind] = counts.get(kind, 0) + len(arrays)
-            shapes.setdefault(kind, []).extend(arrays)
-    return counts, shapes
+            if start and kind != "all-reduce":  # (operands..., results...)
+                arrays = arrays[len(arrays) // 2:]
+            elements[kind] = elements.get(kind, 0) + sum(_elements(a) for a in arrays)
+            types.setdefault(kind, []).extend(arrays)
+    return elements, types
 
 
 def _spec(sharding, ndim):
@@ -68,9 +71,9 @@ def _spec(sharding, ndim):
 def run(fn, args, specs, mesh, *, expect, out_specs, exact=(), close=(), out_shardings=None,
         tol=2.0**-7):
     """Runs fn unsharded and with args placed by `specs` on `mesh`; asserts the collectives
-    (`expect`: kind -> count, every other kind absent), the outputs' specs, and the values: the
-    outputs whose index is in `exact` bit for bit, those in `close` within `tol` of the largest
-    reference value. Returns the collectives' shapes for further checks."""
+    (`expect`: kind -> elements moved, every other kind absent), the outputs' specs, and the
+    values: the outputs whose index is in `exact` bit for bit, those in `close` within `tol` of the
+    largest reference value. Returns the collectives' array types for further checks."""
     ref = jax.jit(fn)(*args)
     place = lambda a, s: jax.device_put(a, NamedSharding(mesh, s))  # noqa: E731
     is_spec = lambda x: isinstance(x, P)  # noqa: E731
@@ -81,8 +84,8 @@ def run(fn, args, specs, mesh, *, expect, out_specs, exact=(), close=(), out_sha
         out_shardings = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), out_shardings,
                                                is_leaf=lambda x: isinstance(x, P))
     f = jax.jit(fn, out_shardings=out_shardings)
-    counts, shapes = collectives(f.lower(*placed).compile().as_text())
-    assert counts == expect, f"collectives {counts}, expected {expect}; shapes {shapes}"
+    moved, types = collectives(f.lower(*placed).compile().as_text())
+    assert moved == expect, f"collectives {moved}, expected {expect}; arrays {types}"
     got = f(*placed)
     got_l, ref_l = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)
     for i, (g, want) in enumerate(zip(got_l, out_specs)):
@@ -98,7 +101,7 @@ def run(fn, args, specs, mesh, *, expect, out_specs, exact=(), close=(), out_sha
         a, b = np.asarray(got_l[i], np.float32), np.asarray(ref_l[i], np.float32)
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol * float(np.abs(b).max()),
                                    err_msg=f"output {i}")
-    return shapes
+    return types
 
 
 def vjp(fn, argnums):
@@ -140,9 +143,8 @@ def test_rms_norm_rows_are_local():
 
 
 def test_rms_norm_hidden_split_all_reduces_row_sums():
-    shapes = run(jax_aiter.rms_norm, (X, G), (P(None, None, "x"), P("x")), mesh1(),
-                 expect={"all-reduce": 1}, out_specs=[P(None, None, "x")], close=[0])
-    assert all(_elements(s) == 8 * 4 for s in shapes["all-reduce"]), shapes  # [rows, 1] f32
+    run(jax_aiter.rms_norm, (X, G), (P(None, None, "x"), P("x")), mesh1(),
+        expect={"all-reduce": 8 * 4}, out_specs=[P(None, None, "x")], close=[0])  # [rows, 1]
 
 
 def test_rms_norm_with_add_rows_and_hidden():
@@ -150,9 +152,10 @@ def test_rms_norm_with_add_rows_and_hidden():
     run(fn, (X, X * 0.5, G), (P("x"), P("x"), P()), mesh1(), expect={},
         out_specs=[P("x"), P("x")], exact=[0, 1])
     run(fn, (X, X * 0.5, G), (P(None, None, "x"),) * 2 + (P(),), mesh1(),
-        expect={"all-reduce": 1}, out_specs=[P(None, None, "x")] * 2, close=[0], exact=[1])
+        expect={"all-reduce": 8 * 4}, out_specs=[P(None, None, "x")] * 2, close=[0], exact=[1])
     run(fn, (X, X * 0.5, G), (P("x", None, "y"), P("x", None, "y"), P()), mesh2(),
-        expect={"all-reduce": 1}, out_specs=[P("x", None, "y")] * 2, close=[0], exact=[1])
+        expect={"all-reduce": 8 * 4 // 2}, out_specs=[P("x", None, "y")] * 2, close=[0],
+        exact=[1])
 
 
 @pytest.mark.parametrize("fused", [False, True])
@@ -165,9 +168,8 @@ def test_rms_norm_backward_rows(fused):
         fn = vjp(jax_aiter.rms_norm, (0, 1))
         args, specs, outs = (X, G, X), (P("x"), P(), P("x")), [P("x"), P()]
     # dgamma: each row shard's partial sum, one all-reduce of [n].
-    shapes = run(fn, args, specs, mesh1(), expect={"all-reduce": 1}, out_specs=outs, exact=[0],
-                 close=[len(outs) - 1])
-    assert [_elements(s) for s in shapes["all-reduce"]] == [64], shapes
+    run(fn, args, specs, mesh1(), expect={"all-reduce": 64}, out_specs=outs, exact=[0],
+        close=[len(outs) - 1])
 
 
 @pytest.mark.parametrize("fused", [False, True])
@@ -182,9 +184,8 @@ def test_rms_norm_backward_hidden(fused):
         args, specs = (X, G, X), (P(None, None, "x"), P("x"), P(None, None, "x"))
         outs = [P(None, None, "x"), P("x")]
     # One all-reduce of [rows, 2] per backward (sum x^2 and sum g dy x); never x itself.
-    shapes = run(fn, args, specs, mesh1(), expect={"all-reduce": 1}, out_specs=outs,
-                 close=range(len(outs)))
-    assert [_elements(s) for s in shapes["all-reduce"]] == [8 * 4 * 2], shapes
+    run(fn, args, specs, mesh1(), expect={"all-reduce": 8 * 4 * 2}, out_specs=outs,
+        close=range(len(outs)))
 
 
 # ---- BF16 GEMM ---------------------------------------------------------------------------------
@@ -209,13 +210,14 @@ def test_gemm_rows_and_columns_are_local():
 
 def test_gemm_k_split_sums_partials():
     # float32 partials (bias from the first K shard), one all-reduce, rounded once.
-    shapes = run(_gemm, (A, B, BIAS), (P(None, None, "x"), P(None, "x"), P()), mesh1(),
-                 expect={"all-reduce": 1}, out_specs=[P()], close=[0], tol=2.0**-8)
-    assert all(s.startswith("f32") for s in shapes["all-reduce"]), shapes
+    types = run(_gemm, (A, B, BIAS), (P(None, None, "x"), P(None, "x"), P()), mesh1(),
+                expect={"all-reduce": 4 * 8 * 32}, out_specs=[P()], close=[0], tol=2.0**-8)
+    assert all(t.startswith("f32") for t in types["all-reduce"]), types
     # Wanted split over the K axis: a reduce-scatter onto M or N instead.
     for out in (P("x"), P(None, None, "x")):
         run(_gemm, (A, B, BIAS), (P(None, None, "x"), P(None, "x"), P()), mesh1(),
-            expect={"reduce-scatter": 1}, out_specs=[out], out_shardings=out, close=[0],
+            expect={"reduce-scatter": 4 * 8 * 32 // N}, out_specs=[out], out_shardings=out,
+            close=[0],
             tol=2.0**-8)
 
 
@@ -223,11 +225,12 @@ def test_gemm_backward():
     fn = vjp(_gemm, (0, 1, 2))
     ct = _rand((4, 8, 32), seed=3)
     # Rows split: da local; db and dbias sum over the row shards (XLA's dot and reduce).
-    run(fn, (A, B, BIAS, ct), (P("x"), P(), P(), P("x")), mesh1(), expect={"all-reduce": 2},
+    run(fn, (A, B, BIAS, ct), (P("x"), P(), P(), P("x")), mesh1(),
+        expect={"all-reduce": B.size + BIAS.size},
         out_specs=[P("x"), P(), P()], close=[0, 1, 2])
     # Columns split: db, dbias local; da sums over the N shards.
     run(fn, (A, B, BIAS, ct), (P(), P("x"), P("x"), P(None, None, "x")), mesh1(),
-        expect={"all-reduce": 1}, out_specs=[P(), P("x"), P("x")], close=[0, 1, 2])
+        expect={"all-reduce": A.size}, out_specs=[P(), P("x"), P("x")], close=[0, 1, 2])
 
 
 # ---- quantized GEMMs ---------------------------------------------------------------------------
@@ -274,19 +277,20 @@ def test_quantized_gemm_splits_off_the_blocks_are_gathered():
     first, and the values stay right."""
     op, args, _, _ = _quantized_cases()["gemm_i8"]
     run(op, args, (P(None, "x"), P(None, "x"), P(), P()), mesh1(),
-        expect={"all-gather": 2}, out_specs=[None], exact=[0])
+        expect={"all-gather": args[0].size + args[1].data.size}, out_specs=[None], exact=[0])
     # N = 64 per shard: half an fp8 scale block, a quarter of a shuffled e8m0 scale block.
     x, w = _rand((16, 256), jnp.float32), _rand((64 * N, 256), jnp.float32, seed=1, scale=0.1)
     fx, fxs = jax_aiter.quantize_fp8_per_token_block(x)
     fw, fws = jax_aiter.quantize_fp8_per_block(w)
     args = (fx, jax_aiter.shuffle_weight(fw, jax_aiter.FP8BS_LAYOUT), fxs, fws)
     run(jax_aiter.gemm_fp8_blockscale, args, (P(), P("x"), P(), P()), mesh1(),
-        expect={"all-gather": 1}, out_specs=[None], exact=[0])
+        expect={"all-gather": args[1].data.size}, out_specs=[None], exact=[0])
     q4x, s4x = jax_aiter.quantize_mxfp4(x)
     q4w, s4w = jax_aiter.quantize_mxfp4(w)
     args = (q4x, jax_aiter.shuffle_fp4_weight(q4w), s4x,
             jax_aiter.shuffle_weight(s4w, "e8m0_shuffle"))
-    run(jax_aiter.gemm_fp4, args, (P(), P("x"), P(), P()), mesh1(), expect={"all-gather": 1},
+    run(jax_aiter.gemm_fp4, args, (P(), P("x"), P(), P()), mesh1(),
+        expect={"all-gather": args[1].data.size},
         out_specs=[None], exact=[0])
 
 
@@ -325,7 +329,8 @@ def test_attention_mqa_head_split_and_a_split_that_cuts_groups():
     run(f, _qkv(hk=1), (HEADS, P(), P()), mesh1(), expect={}, out_specs=[HEADS, P(None, "x")],
         exact=[0, 1])
     # hk = 3 over 2 or 4 shards would cut a kv head's group of query heads: q gathered (stated).
-    run(f, _qkv(hq=12, hk=3), (HEADS, P(), P()), mesh1(), expect={"all-gather": 1},
+    q, k, v = _qkv(hq=12, hk=3)
+    run(f, (q, k, v), (HEADS, P(), P()), mesh1(), expect={"all-gather": q.size},
         out_specs=[None, None], exact=[0, 1])
 
 
@@ -340,10 +345,9 @@ def test_attention_backward_batch_heads_mqa():
         exact=[0, 1, 2])
     # MQA: each shard's dk, dv sum over its query heads only: added up over the shards.
     q, k, v = _qkv(hk=1)
-    shapes = run(g, (q, k, v, ct), (HEADS, P(), P(), HEADS), mesh1(),
-                 expect={"all-reduce": 2}, out_specs=[HEADS, P(), P()], exact=[0],
-                 close=[1, 2], tol=2.0**-6)
-    assert [_elements(s) for s in shapes["all-reduce"]] == [k.size, v.size], shapes
+    run(g, (q, k, v, ct), (HEADS, P(), P(), HEADS), mesh1(),
+        expect={"all-reduce": k.size + v.size}, out_specs=[HEADS, P(), P()], exact=[0],
+        close=[1, 2], tol=2.0**-6)
 
 
 def test_attention_bias_alibi_heads_split():
@@ -372,3 +376,50 @@ def test_varlen_heads_are_local():
             (0, 1, 2))
     run(g, (q, k, v, q), (P(None, "x"),) * 4, mesh1(), expect={},
         out_specs=[P(None, "x")] * 3, exact=[0, 1, 2])
+
+
+# ---- attention: query rows split (context parallelism) and dropout -----------------------------
+
+ROWS = P(None, "x")
+
+
+@pytest.mark.parametrize("window, alibi", [((-1, 0), False), ((5, 2), True)])
+def test_attention_query_rows_split(window, alibi):
+    """q split along the sequence: K and V gathered whole, each shard's rows aligned as in the whole
+    call (causal / a window / ALiBi), out and lse the unsharded bits; dk, dv summed over shards."""
+    # 64 rows a shard: the GPU kernels' row blocks, so each shard's arithmetic is the whole call's.
+    q, k, v = _qkv(b=1, s=64 * N, sk=64 * N + 8, hq=4, hk=2)
+    slopes = jnp.asarray(np.linspace(0.1, 0.8, 4), jnp.float32) if alibi else None
+    f = _attn(window_size=window, alibi_slopes=slopes)
+    run(f, (q, k, v), (ROWS,) * 3, mesh1(), expect={"all-gather": k.size + v.size},
+        out_specs=[ROWS, P(None, None, "x")], exact=[0, 1])
+    g = vjp(lambda q, k, v: f(q, k, v)[0], (0, 1, 2))
+    ct = _rand(q.shape, seed=9)
+    # K and V gathered for the backward (and, unless XLA reuses the forward's, for the forward
+    # whose out and lse it saves), dk and dv reduce-scattered back to the keys' split.
+    moved, _ = collectives(jax.jit(g, out_shardings=(NamedSharding(mesh1(), ROWS),) * 3).lower(
+        *(jax.device_put(a, NamedSharding(mesh1(), ROWS)) for a in (q, k, v, ct))).compile()
+        .as_text())
+    assert moved.get("all-gather") in ((k.size + v.size), 2 * (k.size + v.size)), moved
+    run(g, (q, k, v, ct), (ROWS,) * 4, mesh1(),
+        expect={"all-gather": moved["all-gather"], "reduce-scatter": (k.size + v.size) // N},
+        out_specs=[ROWS] * 3, out_shardings=(ROWS,) * 3, exact=[0], close=[1, 2], tol=2.0**-6)
+
+
+@pytest.mark.parametrize("split", ["batch", "heads", "rows"])
+def test_dropout_is_the_unsharded_mask(split):
+    key = jax.random.key(7)
+    spec = {"batch": BATCH, "heads": HEADS, "rows": ROWS}[split]
+    f = lambda q, k, v: jax_aiter.flash_attn_func(  # noqa: E731
+        q, k, v, dropout_p=0.25, causal=True, dropout_key=key, return_lse=True)
+    q, k, v = _qkv(b=2, s=64 * N, hq=4, hk=2) if split == "rows" else _qkv()
+    gathered = {"all-gather": k.size + v.size} if split == "rows" else {}
+    run(f, (q, k, v), (spec,) * 3, mesh1(), expect=gathered, out_specs=[spec, None],
+        exact=[0, 1])
+    g = vjp(lambda q, k, v: f(q, k, v)[0], (0, 1, 2))
+    if split != "rows":
+        run(g, (q, k, v, _rand(q.shape, seed=9)), (spec,) * 4, mesh1(), expect={},
+            out_specs=[spec] * 3, exact=[0, 1, 2])
+    m = {"batch": P("x"), "heads": P(None, "x"), "rows": P(None, None, "x")}[split]
+    mask = lambda: jax_aiter.dropout_mask(key, 4, 8, 16, 16, 0.25)  # noqa: E731
+    run(mask, (), (), mesh1(), expect={}, out_specs=[m], out_shardings=m, exact=[0])
