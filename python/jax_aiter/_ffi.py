@@ -15,7 +15,9 @@ its own. Registration happens once, on the first traced call of any op (or an ex
 error: the op raises ``JaxAiterUnavailableError`` when it is traced for that platform.
 
 ``JAX_AITER_AITER_ROOT``, if set, names an AITER checkout whose ``hsa/`` code objects the ROCm
-library reads at run time (the same as ``set_aiter_root``).
+library reads at run time (the same as ``set_aiter_root``, except that a path that is not an AITER
+checkout is a warning at registration rather than an error: ops that need no AITER code object
+still run).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import functools
 import json
 import os
 import threading
+import warnings
 
 import jax
 
@@ -146,7 +149,11 @@ def register() -> None:
                 _problems[platform] = str(e)
                 continue
             if root:
-                _set_root(lib, root)
+                try:
+                    _set_root(lib, root)
+                except ValueError as e:
+                    warnings.warn(f"JAX_AITER_AITER_ROOT ignored: {e}", RuntimeWarning,
+                                  stacklevel=2)
             for target, initialize, execute in _targets(lib):
                 jax.ffi.register_ffi_target(
                     target,
@@ -277,9 +284,15 @@ def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0)
 
 
 def check_aiter(root: str) -> dict:
-    """Checks an AITER checkout's code objects against our argument structs (the report)."""
+    """Checks an AITER checkout's code objects against our argument structs (the report: one row
+    per code object our tables name, found or missing, matching or why not). Raises ValueError
+    when ``root`` is not an AITER checkout (no such directory, or no ``hsa/`` in it) or this
+    library cannot read code-object metadata."""
     lib = _cpu()
-    return json.loads(_take_string(lib, lib.jax_aiter_check_aiter(os.fspath(root).encode())))
+    report = json.loads(_take_string(lib, lib.jax_aiter_check_aiter(os.fspath(root).encode())))
+    if "error" in report:
+        raise ValueError(report["error"])
+    return report
 
 
 def _set_root(lib: ctypes.CDLL, root: str) -> None:
@@ -290,7 +303,8 @@ def _set_root(lib: ctypes.CDLL, root: str) -> None:
 
 def set_aiter_root(root: str) -> None:
     """Names the AITER checkout whose ``hsa/`` code objects the ROCm library reads when they were
-    not embedded at build time. Call it before the first op that needs one."""
+    not embedded at build time. Call it before the first op that needs one. Raises ValueError when
+    ``root`` is not a directory holding ``hsa/`` (the previous root, if any, is kept)."""
     register()
     for lib in _libraries.values():
         _set_root(lib, root)

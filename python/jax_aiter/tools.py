@@ -174,9 +174,10 @@ def check_aiter_main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.add_argument("--require-all", action="store_true", help="a missing code object fails too")
     args = p.parse_args(argv)
-    report = check_aiter(args.root)
-    if "error" in report:
-        print(f"jax-aiter-check-aiter: {report['error']}", file=sys.stderr)
+    try:
+        report = check_aiter(args.root)
+    except ValueError as e:  # not an AITER checkout, or no metadata reader in this build
+        print(f"jax-aiter-check-aiter: {e}", file=sys.stderr)
         return 2
     if args.json:
         json.dump(report, sys.stdout, indent=1)

@@ -44,9 +44,14 @@ inline std::string check_aiter_json(std::string_view root) {
                 ", \"error\": \"this jax_aiter library was built without msgpack-cxx, which the "
                 "AITER check needs to read code-object metadata\"}");
 #else
+  const auto checked = runtime::check_aiter(root);
+  if (!checked.ok()) {
+    return StrCat("{\"root\": ", json_quote(root),
+                  ", \"error\": ", json_quote(checked.status().message()), "}");
+  }
   size_t ok = 0, missing = 0, mismatch = 0;
   std::string rows;
-  for (const runtime::AiterCheck& c : runtime::check_aiter(root)) {
+  for (const runtime::AiterCheck& c : *checked) {
     ok += c.result == runtime::AiterCheck::Result::kOk;
     missing += c.result == runtime::AiterCheck::Result::kMissing;
     mismatch += c.result == runtime::AiterCheck::Result::kMismatch;
