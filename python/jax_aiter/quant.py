@@ -269,7 +269,7 @@ def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | 
 
     Args:
       a: int8 ``[..., K]`` (activations, e.g. from ``quantize_per_token``); K % 32 == 0,
-        K <= 131072.
+        K <= 131071 (so that |sum| <= 128 * 128 * K stays below 2^31: at most 131040).
       b: the int8 weight ``[N, K]`` as a ``ShuffledWeight`` in ``I8_LAYOUT`` (``shuffle_weight``);
         N % 16 == 0.
       a_scale: f32 ``[..., 1]`` (a's leading dims).

@@ -402,8 +402,9 @@ TEST(GemmI8Errors, EveryOperandIsNamed) {
     EXPECT_TRUE(Fails(c.call(), {"operand a:", "non-empty", "M=0"}));
   }
   {
-    I8Call c(1, 16, (int64_t{1} << 17) + 32, false, 1);
-    EXPECT_TRUE(Fails(c.call(), {"operand a:", "K <= 131072"}));
+    // K = 2^17: the -128 x -128 rows would sum to 2^31, past int32 (it wrapped to -2^31).
+    I8Call c(1, 16, int64_t{1} << 17, false, 1);
+    EXPECT_TRUE(Fails(c.call(), {"operand a:", "K=131072", "K <= 131071"}));
   }
 }
 

@@ -1,7 +1,7 @@
 // INT8 GEMM's parameters and the checks every tier relies on (AITER's gemm_a8w8_asm contract):
 //   out[M,N] bf16 = (a[M,K] i8 . b[N,K]^T i8) * a_scale[m] * b_scale[n] (+ bias[n])
 // with b pre-shuffled in the (16, 16) layout (kernels/shared/aiter_i8gemm.h), a_scale f32 [M,1],
-// b_scale f32 [1,N], bias f32 [1,N]. The products are summed exactly in int32 (so K <= 2^17),
+// b_scale f32 [1,N], bias f32 [1,N]. The products are summed exactly in int32 (so K < 2^17),
 // then scaled in f32 and rounded to bf16 once. Pure C++ (no HIP, no XLA).
 #pragma once
 
@@ -44,8 +44,12 @@ struct GemmI8Params {
   int64_t n() const { return b.rank == 2 ? b.dims[0] : 0; }
 };
 
-// Exact int32 accumulation: K * 128 * 128 <= 2^31.
-inline constexpr int64_t kGemmI8MaxK = int64_t{1} << 17;
+// Exact int32 accumulation: |a . b| <= K * 128 * 128 must stay below 2^31 (at K = 2^17 the
+// extreme -128 x -128 rows sum to 2^31, which int32 wraps to -2^31), so K <= 131071: 131040 with
+// K % 32 == 0, 130944 with the ASM tier's K % 128 == 0.
+inline constexpr int64_t kGemmI8MaxK = (int64_t{1} << 31) / (128 * 128) - 1;
+static_assert(kGemmI8MaxK * 128 * 128 < (int64_t{1} << 31) &&
+              (kGemmI8MaxK + 1) * 128 * 128 >= (int64_t{1} << 31));
 inline constexpr int64_t kGemmI8MaxSplit = kernels::aiter_i8gemm::kMaxSplit;
 
 namespace gemm_i8_detail {
@@ -85,7 +89,7 @@ inline Status check(const GemmI8Params& p) {
       n > std::numeric_limits<int32_t>::max() / 2) {
     return operand_error(op, "a",
                          StrCat("too large: M=", m, " N=", n, " K=", k,
-                                " (K <= 131072 keeps the int32 sums exact; M, N < 2^30)"));
+                                " (K <= 131071 keeps the int32 sums exact; M, N < 2^30)"));
   }
   if (p.a_scale.dtype != DType::kF32 || p.a_scale.rank != 2 || p.a_scale.dims[0] != m ||
       p.a_scale.dims[1] != 1) {
