@@ -42,6 +42,7 @@ __all__ = [
     "require_platform",
     "set_aiter_root",
     "spec",
+    "validate",
     "workspace_bytes",
 ]
 
@@ -77,8 +78,10 @@ _EXPORTS = {
     "jax_aiter_spec": (ctypes.c_void_p, [ctypes.c_char_p]),
     "jax_aiter_workspace_bytes": (ctypes.c_int64, [ctypes.c_char_p, ctypes.c_char_p,
                                                    ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_validate": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
+                                          ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_plan": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                         ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+                                         ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_check_aiter": (ctypes.c_void_p, [ctypes.c_char_p]),
     "jax_aiter_set_aiter_root": (ctypes.c_int, [ctypes.c_char_p,
                                                 ctypes.POINTER(ctypes.c_void_p)]),
@@ -269,6 +272,24 @@ def _workspace_bytes(target: str, call: str) -> int:
 def workspace_bytes(target: str, operands: dict, attributes: dict) -> int:
     """Bytes of the workspace output a call needs, computed by the op's C++ rule."""
     return _workspace_bytes(target, describe_call(operands, attributes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _validate(target: str, call: str) -> bool:
+    lib = _cpu()
+    err = ctypes.c_void_p()
+    got = lib.jax_aiter_validate(target.encode(), call.encode(), ctypes.byref(err))
+    if got < 0:
+        raise _error(lib, err, f"{target}: validation failed")
+    return got == 1
+
+
+def validate(target: str, operands: dict, attributes: dict) -> bool:
+    """Checks a call by the op's C++ rules (as its handler would) without running it: raises
+    ValueError naming the operand or attribute when it is invalid; returns False when it is valid
+    but empty (M, N or K of 0, no rows...: the caller computes that result itself), True when
+    there is work for a kernel."""
+    return _validate(target, describe_call(operands, attributes))
 
 
 def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:

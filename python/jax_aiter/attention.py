@@ -192,6 +192,22 @@ def _default_dispatch() -> Dispatch:
     return Dispatch() if jax.default_backend() == "rocm" else Dispatch(tier="portable")
 
 
+def _validate_empty(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+    """An empty problem is answered in Python, but first checked by the handler's rules on the
+    call it would have made (head dims padded as _padded_call pads them), so bad input is an error
+    whatever its size."""
+    pad = lambda x, to: jax.ShapeDtypeStruct((*x.shape[:-1], to), x.dtype)  # noqa: E731
+    dp, dvp = _round8(q.shape[-1]), _round8(v.shape[-1])
+    q, k, v = pad(q, dp), pad(k, dp), pad(v, dvp)
+    out_shape = (*q.shape[:-1], dvp)
+    _call.validate("aiter.flash_attn_fwd",
+                   inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
+                           "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key},
+                   outputs={"out": (out_shape, q.dtype),
+                            "lse": (_lse_shape(q, cu_q is not None), _F32)},
+                   attributes=_attributes(config, False), dispatch=config["dispatch"])
+
+
 def _padded_call(q, k, v, bias, alibi, cu_q, cu_k, key, config):
     d, dv = q.shape[-1], v.shape[-1]
     dp, dvp = _round8(d), _round8(dv)
@@ -229,6 +245,8 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: float | None
             raise ValueError(f"{op}: bias: expected a shape broadcastable to [b, hq, sq, sk] = "
                              f"{list(full)}, got {bias.shape}")
     out_shape = (b, sq, hq, v.shape[-1])
+    if 0 in (b, sq, hq, sk):
+        _validate_empty(q, k, v, None if bias is None else bias4, alibi, None, None, key, config)
     if 0 in (b, sq, hq):
         out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((b, hq, sq), _F32)
     elif sk == 0:
@@ -285,6 +303,10 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
     _check_cu_seqlens(cu_k, k.shape[0], int(max_seqlen_k), "cu_seqlens_k", op)
     total_q, hq = q.shape[0], q.shape[1]
     out_shape = (total_q, hq, v.shape[-1])
+    if total_q == 0 or hq == 0 or k.shape[0] == 0:
+        empty = dict(config, max_seqlen_q=max(1, min(int(max_seqlen_q), total_q)),
+                     max_seqlen_k=max(1, min(int(max_seqlen_k), k.shape[0])))
+        _validate_empty(q, k, v, None, alibi, cu_q, cu_k, key, empty)
     if total_q == 0 or hq == 0:
         out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((hq, total_q), _F32)
     elif k.shape[0] == 0:

@@ -121,12 +121,14 @@ def quantize_weight_blocks(w, dtype=None):
 def _call_flatmm(x, w, x_scale, w_scale, config):
     kernel, dispatch = config
     m, n = x.shape[0], w.shape[0]
-    if m == 0 or n == 0:
+    inputs = {"x": x, "w": w, "x_scale": x_scale, "w_scale": w_scale}
+    outputs = {"out": ((m, n), jnp.float16)}
+    attributes = {"w_layout": FLATMM_LAYOUT, "kernel": kernel}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.flatmm_fp8", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
         return jnp.zeros((m, n), jnp.float16)
-    return _call.call("aiter.flatmm_fp8",
-                      inputs={"x": x, "w": w, "x_scale": x_scale, "w_scale": w_scale},
-                      outputs={"out": ((m, n), jnp.float16)},
-                      attributes={"w_layout": FLATMM_LAYOUT, "kernel": kernel},
+    return _call.call("aiter.flatmm_fp8", inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 

@@ -42,12 +42,16 @@ def _out_shape(a, b):
 
 def _call_gemm(a, b, bias, out_dtype, kernel, splitk, dispatch):
     shape = _out_shape(a, b)
+    inputs, outputs = {"a": a, "b": b, "bias": bias}, {"out": (shape, out_dtype)}
+    attributes = {"kernel": kernel, "splitk": splitk}
     if math.prod(shape) == 0 or a.shape[-1] == 0:
+        # Validated first (C++'s rules), so bad input is an error whatever its size.
+        _call.validate("aiter.gemm", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
         out = jnp.zeros(shape, out_dtype)
         return out if bias is None else (out + bias).astype(out_dtype)
-    return _call.call("aiter.gemm", inputs={"a": a, "b": b, "bias": bias},
-                      outputs={"out": (shape, out_dtype)},
-                      attributes={"kernel": kernel, "splitk": splitk}, dispatch=dispatch)["out"]
+    return _call.call("aiter.gemm", inputs=inputs, outputs=outputs, attributes=attributes,
+                      dispatch=dispatch)["out"]
 
 
 # config: Static((out_dtype, kernel, splitk, dispatch)), static through custom_vmap / custom_vjp.

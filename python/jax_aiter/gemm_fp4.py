@@ -213,10 +213,14 @@ def shuffle_fp4_weight(wq) -> ShuffledWeight:
 def _call_gemm_fp4(a, b, a_scale, b_scale, config):
     b_layout, kernel, splitk, dispatch = config
     m, n = a.shape[0], b.shape[0]
-    return _call.call("aiter.gemm_fp4",
-                      inputs={"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": b_layout, "kernel": kernel, "splitk": splitk},
+    inputs = {"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": b_layout, "kernel": kernel, "splitk": splitk}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.gemm_fp4", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
+        return jnp.zeros((m, n), jnp.bfloat16)
+    return _call.call("aiter.gemm_fp4", inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 
@@ -313,8 +317,6 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
                              f"{a_scale.shape}")
         sa = _scale_operand(a_scale.reshape(m, k // BLOCK), m, k, "a_scale")
     sb = _scale_operand(b_scale, n, k, "b_scale")
-    if m == 0 or n == 0:
-        return jnp.zeros((*lead, n), jnp.bfloat16)
     dispatch = dispatch or Dispatch()
     mp = _round_up(m, _OUT_ROWS) if _may_run_aiter(dispatch) else m
     a2 = a.reshape(m, k // 2)

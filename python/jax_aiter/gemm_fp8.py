@@ -70,11 +70,15 @@ _NAME = "aiter.gemm_fp8_blockscale"
 def _call_gemm(a, b, a_scale_t, b_scale, config):
     kernel, splitk, dispatch = config
     m, n = a.shape[0], b.shape[0]
-    return _call.call(_NAME,
-                      inputs={"a": a, "b": b, "a_scale": a_scale_t, "b_scale": b_scale},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": "x".join(str(v) for v in FP8BS_LAYOUT),
-                                  "kernel": kernel, "splitk": splitk},
+    inputs = {"a": a, "b": b, "a_scale": a_scale_t, "b_scale": b_scale}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": "x".join(str(v) for v in FP8BS_LAYOUT), "kernel": kernel,
+                  "splitk": splitk}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate(_NAME, inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
+        return jnp.zeros((m, n), jnp.bfloat16)
+    return _call.call(_NAME, inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 
@@ -137,8 +141,6 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
     if b_scale.shape != (n // SCALE_BLOCK, kb):
         raise ValueError(f"{_NAME}: operand b_scale: expected shape {(n // SCALE_BLOCK, kb)} "
                          f"(N/128, K/128), got {b_scale.shape}")
-    if m == 0:
-        return jnp.zeros((*lead, n), jnp.bfloat16)
     config = Static((kernel or "", -1 if splitk is None else int(splitk), dispatch or Dispatch()))
     a_scale_t = a_scale.reshape(m, kb).T  # AITER's K-block-major [K/128, M]
     out = _gemm(a.reshape(m, k), b.data, a_scale_t, b_scale, config)

@@ -95,14 +95,15 @@ def quantize_weight_blocks(w, dtype=None):
 def _call_mi350(xq, wq, x_scale, w_scale, config):
     kernel, dispatch = config
     m, n = xq.shape[0], wq.shape[0]
-    if m == 0:
+    inputs = {"xq": xq, "wq": wq, "x_scale": x_scale, "w_scale": w_scale}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": "x".join(str(v) for v in MI350_LAYOUT), "kernel": kernel}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.gemm_fp8_mi350", inputs=inputs, outputs=outputs,
+                       attributes=attributes, dispatch=dispatch)
         return jnp.zeros((m, n), jnp.bfloat16)
-    return _call.call("aiter.gemm_fp8_mi350",
-                      inputs={"xq": xq, "wq": wq, "x_scale": x_scale, "w_scale": w_scale},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": "x".join(str(v) for v in MI350_LAYOUT),
-                                  "kernel": kernel},
-                      dispatch=dispatch)["out"]
+    return _call.call("aiter.gemm_fp8_mi350", inputs=inputs, outputs=outputs,
+                      attributes=attributes, dispatch=dispatch)["out"]
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))

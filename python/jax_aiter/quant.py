@@ -238,14 +238,15 @@ def quantize_per_channel(w):
 def _call_gemm_i8(a, b, a_scale, b_scale, bias, config):
     kernel, splitk, dispatch = config
     m, n = a.shape[0], b.shape[0]
-    if m == 0 or n == 0:
+    inputs = {"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale, "bias": bias}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": "x".join(str(v) for v in I8_LAYOUT), "kernel": kernel,
+                  "splitk": splitk}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.gemm_i8", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
         return jnp.zeros((m, n), jnp.bfloat16)
-    return _call.call("aiter.gemm_i8",
-                      inputs={"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale,
-                              "bias": bias},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": "x".join(str(v) for v in I8_LAYOUT),
-                                  "kernel": kernel, "splitk": splitk},
+    return _call.call("aiter.gemm_i8", inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 

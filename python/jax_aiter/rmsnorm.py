@@ -40,7 +40,9 @@ __all__ = ["rms_norm", "rms_norm_with_add"]
 # ---- raw FFI calls (one custom call each; traced, never executed eagerly by themselves) --------
 #
 # Empty inputs never reach the handlers (which refuse them): the forward of an empty x is empty,
-# and its gradients are zeros of the inputs' shapes, as jnp's own RMSNorm would give.
+# and its gradients are zeros of the inputs' shapes, as jnp's own RMSNorm would give. They are
+# validated by the handlers' rules first (_call.validate), so bad input is an error whatever its
+# size.
 
 
 def _empty(x) -> bool:
@@ -48,39 +50,48 @@ def _empty(x) -> bool:
 
 
 def _call_fwd(x, gamma, epsilon: float):
+    inputs, outputs = {"x": x, "gamma": gamma}, {"y": (x.shape, x.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return jnp.zeros(x.shape, x.dtype)
-    return _call.call("aiter.rms_norm", inputs={"x": x, "gamma": gamma},
-                      outputs={"y": (x.shape, x.dtype)}, attributes={"epsilon": epsilon})["y"]
+    return _call.call("aiter.rms_norm", inputs=inputs, outputs=outputs,
+                      attributes={"epsilon": epsilon})["y"]
 
 
 def _call_fwd_add(x, residual, gamma, epsilon: float):
+    inputs = {"x": x, "residual": residual, "gamma": gamma}
+    outputs = {"y": (x.shape, x.dtype), "residual_out": (x.shape, x.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm_with_add", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return jnp.zeros(x.shape, x.dtype), (x + residual).astype(x.dtype)
-    out = _call.call("aiter.rms_norm_with_add",
-                     inputs={"x": x, "residual": residual, "gamma": gamma},
-                     outputs={"y": (x.shape, x.dtype), "residual_out": (x.shape, x.dtype)},
+    out = _call.call("aiter.rms_norm_with_add", inputs=inputs, outputs=outputs,
                      attributes={"epsilon": epsilon})
     return out["y"], out["residual_out"]
 
 
 def _call_bwd(dy, x, gamma, epsilon: float):
+    inputs = {"dy": dy, "x": x, "gamma": gamma}
+    outputs = {"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm_bwd", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return jnp.zeros(x.shape, x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
-    out = _call.call("aiter.rms_norm_bwd", inputs={"dy": dy, "x": x, "gamma": gamma},
-                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
+    out = _call.call("aiter.rms_norm_bwd", inputs=inputs, outputs=outputs,
                      attributes={"epsilon": epsilon})
     return out["dx"], out["dgamma"]
 
 
 def _call_bwd_add(dy, residual_out, gamma, dresidual, epsilon: float):
     x = residual_out
+    inputs = {"dy": dy, "residual_out": x, "gamma": gamma, "dresidual": dresidual}
+    outputs = {"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm_with_add_bwd", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return dresidual.astype(x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
-    out = _call.call("aiter.rms_norm_with_add_bwd",
-                     inputs={"dy": dy, "residual_out": x, "gamma": gamma,
-                             "dresidual": dresidual},
-                     outputs={"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)},
+    out = _call.call("aiter.rms_norm_with_add_bwd", inputs=inputs, outputs=outputs,
                      attributes={"epsilon": epsilon})
     return out["dx"], out["dgamma"]
 

@@ -27,6 +27,16 @@ def bf16(x):
     return np.asarray(x, np.float64).astype(ml_dtypes.bfloat16).astype(np.float64)
 
 
+def _fp8_operands(m=32, n=256, k=256):
+    """Valid operands of the FP8 block-scale GEMMs (e4m3fn): xq [m, k], wq [n, k] and their
+    quantizers' scales [m, k/128], [n/128, k/128]."""
+    x = np.random.default_rng(4).standard_normal((m, k)).astype(np.float32)
+    w = np.random.default_rng(5).standard_normal((n, k)).astype(np.float32)
+    xq, xs = jax_aiter.quantize_fp8_per_token_block(x, FP8)
+    wq, ws = jax_aiter.quantize_fp8_per_block(w, FP8)
+    return xq, wq, xs, ws
+
+
 # ---- INT8 GEMM: exact int32 sums up to its documented K limit --------------------------------
 
 def test_gemm_i8_k_limit_keeps_int32_sums_exact():
@@ -48,3 +58,84 @@ def test_gemm_i8_k_limit_keeps_int32_sums_exact():
         want = bf16(128.0 * 128.0 * k)  # exact in float64, one bf16 rounding
         got = np.asarray(run(k, **kw)).astype(np.float64)
         np.testing.assert_array_equal(got, np.full((1, 128), want), err_msg=f"K={k} {kw}")
+
+
+# ---- empty inputs: validated first, then answered --------------------------------------------
+
+def test_empty_gemm_is_validated_first():
+    with pytest.raises(ValueError, match=r"aiter.gemm: operand b: expected bf16\[N,64\]"):
+        jax_aiter.gemm(jnp.ones((0, 64), jnp.bfloat16), jnp.ones((16, 32), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"aiter.gemm: operand a: expected dtype bf16 or f16, "
+                                         r"got i32"):
+        jax_aiter.gemm(jnp.ones((4, 0), jnp.int32), jnp.ones((16, 0), jnp.int32))
+    with pytest.raises(ValueError, match=r"aiter.gemm: operand bias: expected bf16\[16\]"):
+        jax_aiter.gemm(jnp.ones((0, 8), jnp.bfloat16), jnp.ones((16, 8), jnp.bfloat16),
+                       jnp.ones((15,), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"aiter.gemm: attribute splitk"):
+        jax_aiter.gemm(jnp.ones((0, 8), jnp.bfloat16), jnp.ones((16, 8), jnp.bfloat16), splitk=99)
+    # Valid empties still answer as jnp.dot does.
+    bias = jnp.arange(16, dtype=jnp.bfloat16)
+    assert jax_aiter.gemm(jnp.ones((0, 8), jnp.bfloat16), jnp.ones((16, 8), jnp.bfloat16)).shape \
+        == (0, 16)
+    got = jax_aiter.gemm(jnp.ones((3, 0), jnp.bfloat16), jnp.ones((16, 0), jnp.bfloat16), bias)
+    np.testing.assert_array_equal(np.asarray(got, np.float64),
+                                  np.broadcast_to(np.arange(16.0), (3, 16)))
+
+
+def test_empty_quantized_gemms_are_validated_first():
+    xq, wq, xs, ws = _fp8_operands(m=0)
+    xq_k, _, xs_k, _ = _fp8_operands(m=0, k=384)  # K = 384 against the weight's 256
+    with pytest.raises(ValueError, match=r"aiter.gemm_fp8_blockscale: operand b: expected "
+                                         r"f8_e4m3fn\[N,384\]"):
+        jax_aiter.gemm_fp8_blockscale(xq_k, shuffle_weight(wq), xs_k,
+                                      np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"aiter.gemm_fp8_mi350: operand wq: expected "
+                                         r"f8_e4m3fn\[N,384\]"):
+        jax_aiter.gemm_fp8_mi350(xq_k, shuffle_weight(wq), xs_k.T, np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"aiter.flatmm_fp8: operand w: expected "
+                                         r"f8_e4m3fn\[N,384\]"):
+        jax_aiter.flatmm_fp8(xq_k, shuffle_weight(wq, FLATMM_LAYOUT), xs_k.T,
+                             np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"aiter.gemm_i8: operand b: expected i8\[N,64\]"):
+        jax_aiter.gemm_i8(jnp.ones((0, 64), jnp.int8), shuffle_weight(jnp.ones((16, 32), jnp.int8)),
+                          jnp.ones((0, 1)), jnp.ones((1, 16)))
+    with pytest.raises(ValueError, match=r"aiter.gemm_fp4: attribute splitk"):
+        q4, s4 = jax_aiter.quantize_mxfp4(np.ones((0, 128), np.float32))
+        w4, t4 = jax_aiter.quantize_mxfp4(np.ones((32, 128), np.float32))
+        jax_aiter.gemm_fp4(q4, w4, s4, t4, splitk=3)
+    # Valid empties: zeros of the right shape.
+    assert jax_aiter.gemm_fp8_blockscale(xq, shuffle_weight(wq), xs, ws).shape == (0, 256)
+    assert jax_aiter.flatmm_fp8(xq, shuffle_weight(wq, FLATMM_LAYOUT), xs.T, ws.T).shape == \
+        (0, 256)
+
+
+def test_empty_rms_norm_is_validated_first():
+    with pytest.raises(ValueError, match=r"aiter.rms_norm: operand gamma: expected f32\[64\]"):
+        jax_aiter.rms_norm(jnp.ones((0, 64)), jnp.ones((32,)))
+    with pytest.raises(ValueError, match=r"aiter.rms_norm_with_add: operand residual"):
+        jax_aiter.rms_norm_with_add(jnp.ones((0, 64)), jnp.ones((0, 32)), jnp.ones((64,)))
+    with pytest.raises(ValueError, match=r"aiter.rms_norm: attribute epsilon"):
+        jax_aiter.rms_norm(jnp.ones((0, 64)), jnp.ones((64,)), -1.0)
+    assert jax_aiter.rms_norm(jnp.ones((0, 64)), jnp.ones((64,))).shape == (0, 64)
+
+
+def test_empty_attention_is_validated_first():
+    q = jnp.ones((1, 4, 0, 16), jnp.bfloat16)  # hq = 0
+    with pytest.raises(ValueError, match=r"aiter.flash_attn_fwd: operand v: expected "
+                                         r"bf16\[1,4,3\] \+ \[dv\] \(from k\)"):
+        jax_aiter.flash_attn_func(q, jnp.ones((1, 4, 3, 16), jnp.bfloat16),
+                                  jnp.ones((1, 4, 5, 16), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"aiter.flash_attn_fwd: operand k: expected batch 2"):
+        jax_aiter.flash_attn_func(jnp.ones((2, 0, 2, 16), jnp.bfloat16),
+                                  jnp.ones((1, 4, 2, 16), jnp.bfloat16),
+                                  jnp.ones((1, 4, 2, 16), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"aiter.flash_attn_fwd: operand k: expected a number of "
+                                         r"heads that divides q's \(4\), got 3"):
+        jax_aiter.flash_attn_varlen(jnp.ones((0, 4, 16), jnp.bfloat16),
+                                    jnp.ones((5, 3, 16), jnp.bfloat16),
+                                    jnp.ones((5, 3, 16), jnp.bfloat16),
+                                    jnp.array([0, 0], jnp.int32), jnp.array([0, 5], jnp.int32),
+                                    1, 5)
+    out, lse = jax_aiter.flash_attn_func(q, jnp.ones((1, 4, 1, 16), jnp.bfloat16),
+                                         jnp.ones((1, 4, 1, 8), jnp.bfloat16), return_lse=True)
+    assert out.shape == (1, 4, 0, 8) and lse.shape == (1, 0, 4)

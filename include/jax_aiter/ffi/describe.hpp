@@ -254,6 +254,21 @@ Expected<int64_t> workspace_bytes_of(std::string_view call_json) {
   }
 }
 
+// Whether a call is valid (as Op::validate and the dispatch attributes judge it) and has work to
+// do: true, or false for a valid empty problem (ops/tensor.hpp's kEmptyProblem), which a caller
+// answers itself. Any other failure is the error.
+template <typename Op>
+Expected<bool> validate_call(std::string_view call_json) {
+  auto call = describe_detail::JsonCall<Op>::parse(call_json);
+  if (!call) return call.status();
+  auto p = Spec<Op>::decode(*call);
+  if (!p) return p.status();
+  const Status st = Op::validate(*p);
+  if (!st.ok() && st.code() != ops::kEmptyProblem) return st;
+  JAX_AITER_RETURN_IF_ERROR(ops::validate_dispatch<Op>(p->dispatch));
+  return st.ok();
+}
+
 namespace describe_detail {
 
 template <typename Ranges>
