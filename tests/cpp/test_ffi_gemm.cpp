@@ -396,6 +396,13 @@ TEST(GemmErrors, AttributesAndTiers) {
                     {"attribute asm_arch: expected gfx942 or gfx950"}));
   EXPECT_TRUE(Fails(c.call(Options().with_split(17)), {"attribute splitk"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx942")),
+                    {"attribute kernel: expected \"\"", "bf16gemm kernels", "got 'nope'"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope")),  // under tier auto too
+                    {"attribute kernel:", "got 'nope'"}));
+  EXPECT_TRUE(Fails(c.call(Options()  // gfx950's 256x256 row, forced on gfx942
+                               .with_kernel("bf16gemm_bf16_tn_256x256")
+                               .with_tier("asm")
+                               .for_arch("gfx942")),
                     {"asm: the forced kernel is not a bf16gemm row for this arch"}));
   GemmCall f16(8, 64, 64, DType::kF16, DType::kF16, false, 1);
   EXPECT_TRUE(Fails(f16.call(Options().with_tier("asm").for_arch("gfx942")), {"take bf16 inputs"}));
