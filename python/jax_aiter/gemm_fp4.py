@@ -94,7 +94,11 @@ def quantize_mxfp4(x, rounding: str = "floor"):
     Per block of 32: ``rounding="floor"`` is the OCP MX rule, scale = 2^(floor(log2 amax) - 2)
     (values above 6 * scale saturate to ±6); ``"ceil"`` is AITER's default (RoundUp), scale =
     2^ceil(log2(amax / 6)) (never saturates). An all-zero block gets scale 1 (code 127). Values
-    are rounded to the nearest e2m1 value, ties to even. NaN inputs are not supported.
+    are rounded to the nearest e2m1 value, ties to even.
+
+    NaN and Inf propagate: a block holding a NaN or ±Inf gets the NaN scale (e8m0 code 255) and
+    codes 0, so every value dequantized from it, and every ``gemm_fp4`` output that reads it, is
+    NaN (never a silently saturated block).
     """
     if rounding not in ("floor", "ceil"):
         raise ValueError(f"quantize_mxfp4: rounding must be 'floor' or 'ceil', got {rounding!r}")
@@ -137,15 +141,18 @@ def _quantize_impl(x, rounding):
         f, e = jnp.frexp(amax / _E2M1_MAX)
         exp = jnp.where(f == 0.5, e - 1, e)  # exact powers of two stay
     exp = jnp.where(amax > 0, jnp.clip(exp, -127, 127), 0)
+    bad = ~jnp.all(jnp.isfinite(blocks), axis=-1, keepdims=True)  # NaN scale, codes 0
+    exp = jnp.where(bad, 0, exp)
     scale = jnp.ldexp(jnp.float32(1.0), exp)
     v = jnp.minimum(jnp.abs(blocks) / scale, _E2M1_MAX)
     step = jnp.where(v < 2, 0.5, jnp.where(v < 4, 1.0, 2.0))
     r = jnp.round(v / step) * step  # ties to even on the e2m1 grid
     mag = jnp.where(r < 2, r * 2, jnp.where(r < 4, r + 2, r / 2 + 4)).astype(jnp.uint8)
     code = jnp.where((blocks < 0) & (mag > 0), mag | 8, mag).astype(jnp.uint8)
+    code = jnp.where(bad, 0, code).astype(jnp.uint8)
     code = code.reshape(*x.shape[:-1], k // 2, 2)
     packed = (code[..., 0] | (code[..., 1] << 4)).astype(jnp.uint8)
-    scales = (exp[..., 0] + 127).astype(jnp.uint8)
+    scales = jnp.where(bad[..., 0], 255, exp[..., 0] + 127).astype(jnp.uint8)
     return packed, scales
 
 

@@ -152,7 +152,9 @@ FP8_BLOCK = 128  # the K (and weight N) block of the fp8 block-scale GEMMs
 
 def quantize_fp8_blocks(x, block=(1, FP8_BLOCK), dtype=None):
     """Symmetric fp8 per block: ``x ~= q * scale`` with scale = max |x| / fp8 max over each
-    block (1 for an all-zero block).
+    block (1 for an all-zero block). NaN and Inf propagate: a block holding a NaN or ±Inf gets
+    scale NaN and q = 0, so everything computed from it (dequantized values, the fp8 GEMMs'
+    outputs that read it) is NaN.
 
     ``block=(1, 128)`` (activations, per token): ``x [..., K]`` -> ``(fp8 [..., K],
     f32 [..., K/128])``. ``block=(128, 128)`` (weights): ``x [..., R, C]`` -> ``(fp8 [..., R, C],
@@ -172,13 +174,18 @@ def quantize_fp8_blocks(x, block=(1, FP8_BLOCK), dtype=None):
     xf = x.astype(jnp.float32)
     if br == 1:
         blocks = xf.reshape(*x.shape[:-1], cols // bc, bc)
-        amax = jnp.max(jnp.abs(blocks), axis=-1, keepdims=True)
+        axes = -1
     else:
         blocks = xf.reshape(*x.shape[:-2], rows // br, br, cols // bc, bc)
-        amax = jnp.max(jnp.abs(blocks), axis=(-3, -1), keepdims=True)
+        axes = (-3, -1)
+    amax = jnp.max(jnp.abs(blocks), axis=axes, keepdims=True)
     fmax = float(jnp.finfo(dtype).max)
-    scale = jnp.where(amax > 0, amax / fmax, 1.0).astype(jnp.float32)
-    q = jnp.clip(blocks / scale, -fmax, fmax).astype(dtype).reshape(x.shape)
+    # A NaN or Inf in the block: NaN scale, q = 0 (tested apart: max need not propagate NaN).
+    finite = jnp.all(jnp.isfinite(blocks), axis=axes, keepdims=True)
+    scale = jnp.where(amax > 0, amax / fmax, 1.0)
+    scale = jnp.where(finite, scale, jnp.nan).astype(jnp.float32)
+    q = jnp.where(finite, jnp.clip(blocks / scale, -fmax, fmax), 0.0)
+    q = q.astype(dtype).reshape(x.shape)
     return q, (scale.reshape(*x.shape[:-1], cols // bc) if br == 1 else
                scale.reshape(*x.shape[:-2], rows // br, cols // bc))
 
@@ -196,7 +203,8 @@ def quantize_fp8_per_token_block(x, dtype=None):
     """fp8 per (token, 128-column block) of activations ``x [M, K]`` (K % 128 == 0) ->
     ``(fp8 [M, K], f32 scale [M, K/128])``, x ~= q * scale[m, k // 128]. ``dtype``: the fp8
     format, default ``fp8_dtype()`` (the device's). The FP8 GEMMs that read the scale
-    K-block-major (``gemm_fp8_mi350``, ``flatmm_fp8``) take ``scale.T``."""
+    K-block-major (``gemm_fp8_mi350``, ``flatmm_fp8``) take ``scale.T``. A block holding a NaN
+    or ±Inf gets scale NaN and q = 0 (``quantize_fp8_blocks``)."""
     x = _check_fp8_blocks(x, 1, "quantize_fp8_per_token_block")
     return quantize_fp8_blocks(x, (1, FP8_BLOCK), dtype)
 
@@ -204,7 +212,8 @@ def quantize_fp8_per_token_block(x, dtype=None):
 def quantize_fp8_per_block(w, dtype=None):
     """fp8 per 128 x 128 block of a weight ``w [N, K]`` (N, K % 128 == 0) -> ``(fp8 [N, K],
     f32 scale [N/128, K/128])``, w ~= q * scale[n // 128, k // 128]. ``flatmm_fp8`` takes
-    ``scale.T``."""
+    ``scale.T``. A block holding a NaN or ±Inf gets scale NaN and q = 0
+    (``quantize_fp8_blocks``)."""
     w = _check_fp8_blocks(w, FP8_BLOCK, "quantize_fp8_per_block")
     return quantize_fp8_blocks(w, (FP8_BLOCK, FP8_BLOCK), dtype)
 
@@ -212,20 +221,29 @@ def quantize_fp8_per_block(w, dtype=None):
 def _quantize_rows(x, axis):
     x = jnp.asarray(x).astype(jnp.float32)
     amax = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
-    scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0).astype(jnp.float32)
-    q = jnp.clip(jnp.round(x / scale), -_I8_MAX, _I8_MAX).astype(jnp.int8)
-    return q, scale
+    finite = jnp.all(jnp.isfinite(x), axis=axis, keepdims=True)  # else NaN scale, q = 0
+    scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0)
+    scale = jnp.where(finite, scale, jnp.nan).astype(jnp.float32)
+    q = jnp.where(finite, jnp.clip(jnp.round(x / scale), -_I8_MAX, _I8_MAX), 0.0)
+    return q.astype(jnp.int8), scale
 
 
 def quantize_per_token(x):
     """Symmetric int8 per row (token): ``x [..., K]`` -> ``(int8 [..., K], f32 scale [..., 1])``
-    with ``x ~= q * scale``, scale = max |x| / 127 over the row (1 for an all-zero row)."""
+    with ``x ~= q * scale``, scale = max |x| / 127 over the row (1 for an all-zero row).
+
+    NaN and Inf propagate: a row holding a NaN or ±Inf gets scale NaN and q = 0 (int8 has no
+    NaN), so its dequantized values and its ``gemm_i8`` output row are NaN."""
+    x = jnp.asarray(x)
+    if x.ndim < 1:
+        raise ValueError("quantize_per_token: operand x: expected [..., K], got a scalar")
     return _quantize_rows(x, -1)
 
 
 def quantize_per_channel(w):
     """Symmetric int8 per output channel of a weight ``[N, K]`` -> ``(int8 [N, K],
-    f32 scale [1, N])``, the shape ``gemm_i8`` takes."""
+    f32 scale [1, N])``, the shape ``gemm_i8`` takes. A channel holding a NaN or ±Inf gets scale
+    NaN and q = 0 (as ``quantize_per_token``)."""
     w = jnp.asarray(w)
     if w.ndim != 2:
         raise ValueError(f"quantize_per_channel: expected a weight [N, K], got shape {w.shape}")

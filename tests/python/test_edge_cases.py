@@ -37,6 +37,76 @@ def _fp8_operands(m=32, n=256, k=256):
     return xq, wq, xs, ws
 
 
+# ---- quantizers: NaN and Inf propagate as a NaN scale -----------------------------------------
+
+def _rows_with(bad, shape=(3, 256), row=1, col=37, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    x[row, col] = bad
+    return x
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_quantize_per_token_and_gemm_i8_propagate_nan(bad):
+    x = _rows_with(bad)
+    q, s = jax_aiter.quantize_per_token(x)
+    q, s = np.asarray(q), np.asarray(s)
+    assert np.isnan(s[1, 0]) and not np.any(q[1])  # the bad row: NaN scale, codes 0
+    for r in (0, 2):  # the others as the rule says, untouched by the bad row
+        amax = np.abs(x[r]).max()
+        np.testing.assert_allclose(s[r, 0], amax / 127, rtol=1e-6)
+        np.testing.assert_array_equal(q[r], np.clip(np.round(x[r] / s[r, 0]), -127, 127))
+    w = np.random.default_rng(1).standard_normal((16, 256)).astype(np.float32)
+    wq, ws = jax_aiter.quantize_per_channel(w)
+    y = np.asarray(jax_aiter.gemm_i8(jnp.asarray(q), shuffle_weight(wq), s, ws)).astype(np.float64)
+    assert np.all(np.isnan(y[1])) and np.all(np.isfinite(y[[0, 2]]))
+    wb = _rows_with(bad, (4, 256), row=2, col=5)
+    _, wsb = jax_aiter.quantize_per_channel(wb)
+    assert np.isnan(np.asarray(wsb)[0, 2]) and np.all(np.isfinite(np.asarray(wsb)[0, [0, 1, 3]]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_quantize_fp8_blocks_propagate_nan(bad):
+    x = _rows_with(bad)  # row 1, column 37: block (1, 0)
+    q, s = jax_aiter.quantize_fp8_per_token_block(x, FP8)
+    q, s = np.asarray(q).astype(np.float64), np.asarray(s)
+    assert np.isnan(s[1, 0]) and not np.any(q[1, :128])
+    finite = np.ones(s.shape, bool)
+    finite[1, 0] = False
+    assert np.all(np.isfinite(s[finite]))
+    np.testing.assert_allclose(s[0, 1], np.abs(x[0, 128:]).max() / 448, rtol=1e-6)
+    w = np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)
+    w[200, 3] = bad  # block (1, 0)
+    wq, ws = jax_aiter.quantize_fp8_per_block(w, FP8)
+    ws = np.asarray(ws)
+    assert np.isnan(ws[1, 0]) and np.all(np.isfinite(ws[[0, 0, 1], [0, 1, 1]]))
+    assert not np.any(np.asarray(wq).astype(np.float64)[128:, :128])
+    # Through the FP8 GEMM: every output that reads the NaN block is NaN, the others finite.
+    xq, xs = jax_aiter.quantize_fp8_per_token_block(np.ones((2, 256), np.float32), FP8)
+    y = np.asarray(jax_aiter.gemm_fp8_blockscale(xq, shuffle_weight(wq), xs, ws))
+    y = y.astype(np.float64)
+    assert np.all(np.isnan(y[:, 128:])) and np.all(np.isfinite(y[:, :128]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_quantize_mxfp4_propagates_nan(bad):
+    x = np.linspace(-3, 3, 2 * 64, dtype=np.float32).reshape(2, 64)
+    x[0, 40] = bad  # row 0, block 1
+    q, s = jax_aiter.quantize_mxfp4(x)
+    s = np.asarray(s)
+    assert s[0, 1] == 255  # e8m0's NaN
+    assert not np.any(np.asarray(q)[0, 16:32])  # the block's codes are 0
+    d = np.asarray(jax_aiter.dequantize_mxfp4(q, s))
+    assert np.all(np.isnan(d[0, 32:])) and np.all(np.isfinite(d[0, :32])) and np.all(
+        np.isfinite(d[1]))
+    # An independent check of a finite block: dequant(q) within half an e2m1 step of x, scale by
+    # OCP's rule 2^(floor(log2 amax) - 2).
+    amax = np.abs(x[1, :32]).max()
+    assert s[1, 0] == 127 + int(np.floor(np.log2(amax))) - 2
+    wq, ws = jax_aiter.quantize_mxfp4(np.ones((16, 64), np.float32))
+    y = np.asarray(jax_aiter.gemm_fp4(q, wq, s, ws)).astype(np.float64)
+    assert np.all(np.isnan(y[0])) and np.all(np.isfinite(y[1]))
+
+
 # ---- INT8 GEMM: exact int32 sums up to its documented K limit --------------------------------
 
 def test_gemm_i8_k_limit_keeps_int32_sums_exact():
