@@ -72,11 +72,14 @@ def _key_words(key):
     return jax.lax.bitcast_convert_type(words[:2], jnp.int32)
 
 
-def _check_window(window_size):
-    left, right = (int(w) for w in window_size)
+def _check_window(window_size, op: str = "flash_attn"):
+    try:
+        left, right = (int(w) for w in window_size)
+    except (TypeError, ValueError):
+        left = right = -2  # not two integers: refused below
     if left < -1 or right < -1:
-        raise ValueError(f"window_size: expected (left, right) with -1 for unbounded, got "
-                         f"{window_size}")
+        raise ValueError(f"{op}: window_size: expected (left, right), two ints with -1 for "
+                         f"unbounded, got {window_size!r}")
     return left, right
 
 
@@ -165,9 +168,10 @@ def _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size, alibi_slope
     d, dv = q.shape[-1], v.shape[-1]
     if k.shape[-1] != d:
         raise ValueError(f"{op}: operand k: expected head dim {d} (from q), got {k.shape}")
-    if d > 256 or dv > 256:
-        raise ValueError(f"{op}: expected head dims up to 256, got d={d}, dv={dv}")
-    left, right = _check_window(window_size)
+    if not (1 <= d <= 256 and 1 <= dv <= 256):
+        raise ValueError(f"{op}: operand {'q' if not 1 <= d <= 256 else 'v'}: expected head dims "
+                         f"up to 256 (and at least 1), got d={d} (q, k), dv={dv} (v)")
+    left, right = _check_window(window_size, op)
     dropout_p = float(dropout_p)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"{op}: dropout_p: expected 0 <= p < 1, got {dropout_p}")
@@ -325,10 +329,14 @@ def dropout_mask(key, b: int, hq: int, sq: int, sk: int, p: float, *,
     p = float(p)
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout_mask: expected 0 <= p < 1, got {p}")
+    for name, n in (("b", b), ("hq", hq), ("sq", sq), ("sk", sk)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"dropout_mask: {name}: expected an int >= 0, got {n!r}")
     shape = (int(b), int(hq), int(sq), int(sk))
+    words = _key_words(key)  # checked whatever the shape
     if 0 in shape:
         return jnp.ones(shape, jnp.bool_)
-    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": _key_words(key)},
+    got = _call.call("aiter.attn_dropout_mask", inputs={"rng_key": words},
                      outputs={"keep": (shape, np.uint8)}, attributes={"dropout_p": p},
                      dispatch=dispatch)
     return got["keep"].astype(jnp.bool_)

@@ -103,6 +103,9 @@ def quantize_mxfp4(x, rounding: str = "floor"):
     if rounding not in ("floor", "ceil"):
         raise ValueError(f"quantize_mxfp4: rounding must be 'floor' or 'ceil', got {rounding!r}")
     x = jnp.asarray(x)
+    if x.ndim < 1:
+        raise ValueError(f"quantize_mxfp4: operand x: expected [..., K] with K % {BLOCK} == 0, "
+                         f"got a scalar")
     if x.shape[-1] % BLOCK != 0:
         raise ValueError(f"quantize_mxfp4: K={x.shape[-1]} is not a multiple of {BLOCK}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
@@ -163,19 +166,20 @@ def dequantize_mxfp4(q, scales):
     """The inverse of ``quantize_mxfp4`` (exact): ``(u8 [..., K/2], e8m0 [..., K/32])`` ->
     f32 ``[..., K]``. The scales as plain (unshuffled) ``[..., K/32]``."""
     q = jnp.asarray(q).astype(jnp.uint8)
-    s = _as_u8(jnp.asarray(scales))
+    s = _as_u8(jnp.asarray(scales), "dequantize_mxfp4: operand scales")
     codes = jnp.stack([q & 15, q >> 4], axis=-1).reshape(*q.shape[:-1], q.shape[-1] * 2)
     vals = jnp.asarray(_E2M1_TABLE)[codes.astype(jnp.int32)]
     sf = jnp.where(s == 255, jnp.nan, jnp.ldexp(jnp.float32(1.0), s.astype(jnp.int32) - 127))
     return vals * jnp.repeat(sf, BLOCK, axis=-1)
 
 
-def _as_u8(s):
+def _as_u8(s, what: str = "e8m0 scales"):
     if s.dtype == jnp.uint8:
         return s
     if s.dtype == jnp.float8_e8m0fnu:
         return jax.lax.bitcast_convert_type(s, jnp.uint8)
-    raise TypeError(f"expected e8m0 scales as uint8 or float8_e8m0fnu, got {s.dtype}")
+    raise TypeError(f"{what}: expected e8m0 scales as uint8 or float8_e8m0fnu (quantize_mxfp4's), "
+                    f"got {s.dtype}")
 
 
 # ---- layouts ----------------------------------------------------------------------------------
@@ -183,7 +187,7 @@ def _as_u8(s):
 def e8m0_shuffle(s):
     """AITER's ``e8m0_shuffle`` as a JAX function: ``[rows, K/32]`` e8m0 (uint8) ->
     ``[roundup(rows, 256), roundup(K/32, 8)]`` in the shuffled layout (module docstring)."""
-    s = _as_u8(jnp.asarray(s))
+    s = _as_u8(jnp.asarray(s), "e8m0_shuffle: operand s")
     if s.ndim != 2:
         raise ValueError(f"e8m0_shuffle: expected scales [rows, K/32], got shape {s.shape}")
     m, n = s.shape
@@ -195,7 +199,9 @@ def e8m0_shuffle(s):
 
 def e8m0_unshuffle(s):
     """The inverse of ``e8m0_shuffle``: the padded ``[roundup(rows, 256), roundup(K/32, 8)]``."""
-    s = _as_u8(jnp.asarray(s))
+    s = _as_u8(jnp.asarray(s), "e8m0_unshuffle: operand s")
+    if s.ndim != 2:
+        raise ValueError(f"e8m0_unshuffle: expected a shuffled scale [256 i, 8 j], got {s.shape}")
     sm, sn = s.shape
     if sm % 256 != 0 or sn % 8 != 0:
         raise ValueError(f"e8m0_unshuffle: expected a shuffled scale [256 i, 8 j], got {s.shape}")
@@ -252,12 +258,12 @@ def _scale_operand(s, rows, k, name):
         if s.layout != SCALE_LAYOUT:
             raise ValueError(f"aiter.gemm_fp4: operand {name}: expected scales shuffled in "
                              f"{SCALE_LAYOUT!r}, got layout {s.layout!r}")
-        d = _as_u8(s.data)
+        d = _as_u8(s.data, f"aiter.gemm_fp4: operand {name}")
         if d.shape != want:
             raise ValueError(f"aiter.gemm_fp4: operand {name}: expected a shuffled scale of shape "
                              f"{want}, got {d.shape}")
         return d
-    s = _as_u8(jnp.asarray(s))
+    s = _as_u8(jnp.asarray(s), f"aiter.gemm_fp4: operand {name}")
     if s.shape != (rows, k // BLOCK):
         raise ValueError(f"aiter.gemm_fp4: operand {name}: expected plain e8m0 scales of shape "
                          f"{(rows, k // BLOCK)} (or a ShuffledWeight in {SCALE_LAYOUT!r}), got "
@@ -317,7 +323,7 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
     if isinstance(a_scale, ShuffledWeight):
         sa = _scale_operand(a_scale, m, k, "a_scale")
     else:
-        a_scale = _as_u8(jnp.asarray(a_scale))
+        a_scale = _as_u8(jnp.asarray(a_scale), "aiter.gemm_fp4: operand a_scale")
         if a_scale.shape != (*lead, k // BLOCK):
             raise ValueError(f"aiter.gemm_fp4: operand a_scale: expected plain e8m0 scales of "
                              f"shape {(*lead, k // BLOCK)} (a's leading dims), got "

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -76,8 +77,21 @@ class ShuffledWeight:
 jax.tree_util.register_dataclass(ShuffledWeight, data_fields=["data"], meta_fields=["layout"])
 
 
+def _layout_pair(layout, what="shuffle_weight"):
+    """(IN, IK) of a blocked layout: two positive ints, else a ValueError naming the argument."""
+    try:
+        n_in, ik = (operator.index(v) for v in layout)
+    except (TypeError, ValueError):
+        n_in = ik = 0
+    if n_in < 1 or ik < 1:
+        raise ValueError(f"{what}: layout: expected (IN, IK), two positive ints (e.g. "
+                         f"{I8_LAYOUT}), or the name of a registered layout "
+                         f"({', '.join(sorted(_NAMED_LAYOUTS))}), got {layout!r}")
+    return n_in, ik
+
+
 def _blocks(shape, dtype, layout):
-    n_in, ik = (int(v) for v in layout)
+    n_in, ik = _layout_pair(layout)
     per16 = 16 // np.dtype(dtype).itemsize  # elements in 16 bytes
     bk = 2 * ik
     if len(shape) < 2:

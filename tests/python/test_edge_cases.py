@@ -244,3 +244,40 @@ def test_empty_attention_is_validated_first():
     out, lse = jax_aiter.flash_attn_func(q, jnp.ones((1, 4, 1, 16), jnp.bfloat16),
                                          jnp.ones((1, 4, 1, 8), jnp.bfloat16), return_lse=True)
     assert out.shape == (1, 4, 0, 8) and lse.shape == (1, 0, 4)
+
+
+# ---- errors name the op and the argument -------------------------------------------------------
+
+def test_errors_name_the_op_and_the_argument():
+    q = jnp.ones((1, 4, 2, 16), jnp.bfloat16)
+    key = jax.random.key(0)
+    w = jnp.ones((32, 64), jnp.int8)
+    cases = [
+        (lambda: jax_aiter.flash_attn_func(jnp.ones((1, 4, 2, 0), jnp.bfloat16),
+                                           jnp.ones((1, 4, 2, 0), jnp.bfloat16),
+                                           jnp.ones((1, 4, 2, 0), jnp.bfloat16)),
+         r"flash_attn_func: operand q: expected head dims up to 256 \(and at least 1\), got d=0"),
+        (lambda: jax_aiter.flash_attn_func(q, q, q, window_size=(1, 2, 3)),
+         r"flash_attn_func: window_size: expected \(left, right\).*got \(1, 2, 3\)"),
+        (lambda: jax_aiter.flash_attn_func(q, q, q, window_size=3),
+         r"flash_attn_func: window_size: expected \(left, right\)"),
+        (lambda: shuffle_weight(w, (16, 16, 1)), r"shuffle_weight: layout: .*got \(16, 16, 1\)"),
+        (lambda: shuffle_weight(w, (16, 0)), r"shuffle_weight: layout: .*got \(16, 0\)"),
+        (lambda: shuffle_weight(w, (16, -16)), r"shuffle_weight: layout: .*got \(16, -16\)"),
+        (lambda: jax_aiter.dropout_mask(key, -1, 2, 4, 4, 0.5),
+         r"dropout_mask: b: expected an int >= 0, got -1"),
+        (lambda: jax_aiter.dropout_mask(key, 1, 2, 4, 2.5, 0.5),
+         r"dropout_mask: sk: expected an int >= 0, got 2.5"),
+        (lambda: jax_aiter.quantize_mxfp4(jnp.float32(1)),
+         r"quantize_mxfp4: operand x: expected \[\.\.\., K\].*got a scalar"),
+    ]
+    q4, s4 = jax_aiter.quantize_mxfp4(np.ones((32, 128), np.float32))
+    for name in ("a_scale", "b_scale"):
+        scales = {"a_scale": s4, "b_scale": s4, name: np.ones((32, 4), np.float32)}
+        cases.append((lambda scales=scales: jax_aiter.gemm_fp4(q4, q4, scales["a_scale"],
+                                                               scales["b_scale"]),
+                      rf"aiter.gemm_fp4: operand {name}: expected e8m0 scales as uint8 or "
+                      rf"float8_e8m0fnu.*got float32"))
+    for call, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            jax.block_until_ready(call())
