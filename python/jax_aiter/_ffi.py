@@ -26,6 +26,7 @@ import ctypes
 import dataclasses
 import functools
 import json
+import operator
 import os
 import threading
 import warnings
@@ -239,11 +240,25 @@ def spec(target: str) -> OpSpec:
     )
 
 
-def describe_call(operands: dict, attributes: dict) -> str:
-    """A call description (ffi/describe.hpp): operands name -> (dtype, shape) or None."""
-    ops = {name: None if v is None else {"dtype": _dtype_name(v[0]), "shape": list(v[1])}
-           for name, v in operands.items()}
-    return json.dumps({"operands": ops, "attributes": attributes})
+def describe_call(operands: dict, attributes: dict, target: str = "jax_aiter") -> str:
+    """A call description (ffi/describe.hpp): operands name -> (dtype, shape) or None. Raises
+    ValueError naming the operand for anything else."""
+    ops = {}
+    for name, v in operands.items():
+        if v is None:
+            ops[name] = None
+            continue
+        try:
+            dtype, shape = v
+            ops[name] = {"dtype": _dtype_name(dtype), "shape": list(shape)}
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{target}: operand {name}: expected (dtype, shape) or None, got "
+                             f"{v!r} ({e})") from None
+    try:
+        return json.dumps({"operands": ops, "attributes": attributes})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{target}: the call's operands or attributes are not plain numbers, "
+                         f"strings and lists: {e}") from None
 
 
 def _dtype_name(dtype) -> str:
@@ -289,16 +304,32 @@ def validate(target: str, operands: dict, attributes: dict) -> bool:
     ValueError naming the operand or attribute when it is invalid; returns False when it is valid
     but empty (M, N or K of 0, no rows...: the caller computes that result itself), True when
     there is work for a kernel."""
-    return _validate(target, describe_call(operands, attributes))
+    return _validate(target, describe_call(operands, attributes, target))
 
 
 def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
     """Every tier's verdict and the chosen plan of a call on `arch` (gfx942, gfx950, sm_90, host)
-    with `cus` compute units (0: the arch's usual part), as jax-aiter-plan prints it."""
+    with `cus` compute units (0: the arch's usual part; at most 4096), as jax-aiter-plan prints
+    it. Raises ValueError for a bad call, arch or CU count."""
+    if operands is None or not isinstance(operands, dict):
+        raise ValueError(f"{target}: plan: operands: expected a dict of name -> (dtype, shape) or "
+                         f"None, got {type(operands).__name__}")
+    if attributes is None:
+        attributes = {}
+    if not isinstance(attributes, dict):
+        raise ValueError(f"{target}: plan: attributes: expected a dict, got "
+                         f"{type(attributes).__name__}")
+    try:
+        n = -1 if isinstance(cus, bool) else operator.index(cus)  # an int, numpy's included
+    except TypeError:
+        n = -1
+    if not 0 <= n <= 4096:
+        raise ValueError(f"jax_aiter: plan: compute units: expected 0 (the arch's usual part) to "
+                         f"4096, got {cus!r}")
     lib = _cpu()
     err = ctypes.c_void_p()
-    out = lib.jax_aiter_plan(target.encode(), describe_call(operands, attributes).encode(),
-                             arch.encode(), int(cus), ctypes.byref(err))
+    out = lib.jax_aiter_plan(target.encode(), describe_call(operands, attributes, target).encode(),
+                             arch.encode(), n, ctypes.byref(err))
     if not out:
         raise _error(lib, err, f"{target}: plan failed")
     return json.loads(_take_string(lib, out))

@@ -1,10 +1,11 @@
-"""The tools on input they must refuse: jax-aiter-check-aiter (and set_aiter_root) on paths that
-are not an AITER checkout or files that are not code objects. Each refusal is a message naming the
-argument and a non-zero exit status, never a traceback, a hang or an abort.
+"""The two tools on input they must refuse: jax-aiter-plan (and jax_aiter.plan) on calls no op
+can have, jax-aiter-check-aiter (and set_aiter_root) on paths that are not an AITER checkout or
+files that are not code objects. Each refusal is a message naming the argument and a non-zero
+exit status, never a traceback, a silently wrong plan, a hang or an abort.
 
-The CLI runs in-process (``check_aiter_main``, what the console script calls); the reads of
-things named like code objects run in a subprocess under an address-space cap and a timeout, so a
-reader that slurps /dev/zero or waits on a FIFO fails the test instead of the run.
+The CLI runs in-process (``plan_main`` / ``check_aiter_main``, what the console scripts call);
+the reads of things named like code objects run in a subprocess under an address-space cap and a
+timeout, so a reader that slurps /dev/zero or waits on a FIFO fails the test instead of the run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,86 @@ import pytest
 
 import jax_aiter
 from jax_aiter import tools
+
+
+def _plan(capsys, *argv):
+    """(exit status, stdout, stderr) of jax-aiter-plan; argparse's own refusals exit 2."""
+    try:
+        rc = tools.plan_main(list(argv))
+    except SystemExit as e:
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+GEMM = ("gemm", "--m", "4", "--n", "64", "--k", "64", "--arch", "gfx942")
+ATTN = ("attention", "--sq", "16", "--hq", "2", "--arch", "gfx942")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (GEMM + ("--dtype", "bogus"), "--dtype: unknown dtype 'bogus'"),
+    (GEMM + ("--out-dtype", "bogus"), "--out-dtype: unknown dtype 'bogus'"),
+    (ATTN + ("--d", "0"), "--d: expected an int >= 1, got 0"),
+    (ATTN + ("--d", "64", "--window", "5"), "--window: expected left,right"),
+    (ATTN + ("--d", "64", "--window", "1,2,3"), "--window: expected left,right"),
+    (ATTN + ("--d", "64", "--window=-3,0"), "--window: expected left,right >= -1"),
+    (("aiter.gemm", "--arch", "gfx942", "--call", '{"operands": {"a": {"shape": [4, 64]}}}'),
+     "--call: operand a: expected {\"dtype\""),
+    (("aiter.gemm", "--arch", "gfx942", "--call", '{"operands": [["bf16", [4, 64]]]}'),
+     "--call: expected {\"operands\""),
+    (("aiter.gemm", "--arch", "gfx942", "--call", '[1, 2]'), "--call: expected {\"operands\""),
+    (("aiter.gemm", "--arch", "gfx942", "--call", '{"operands": {}, "attributes": [1]}'),
+     "--call: attributes: expected an object"),
+    (GEMM[:-2] + ("--arch", "gfx942", "--cus", "-5"), "--cus: expected 0 (the arch's usual part) "
+                                                      "to 4096, got -5"),
+    (GEMM + ("--cus", "1000000000000"), "--cus: expected 0 (the arch's usual part) to 4096"),
+    (GEMM + ("--asm-cus", "5000"), "--asm-cus: expected 0"),
+    (("gemm", "--m", "9223372036854775807", "--n", "64", "--k", "64", "--arch", "gfx942"),
+     "aiter.gemm: call description: operand a: dimension 0 is too large"),
+    (("gemm", "--m", "4294967296", "--n", "4294967296", "--k", "64", "--arch", "gfx942"),
+     "operand out (bf16[4294967296,4294967296]) is too large"),
+    (("rms_norm", "--shape", "16,x", "--arch", "gfx942"), "--shape: expected dims"),
+    (GEMM[:-2] + ("--arch", "gfx1100"), "unknown arch 'gfx1100'"),
+])
+def test_plan_refuses_with_a_message(capsys, argv, message):
+    rc, out, err = _plan(capsys, *argv)
+    assert rc == 2 and out == "", (rc, out, err)
+    assert message in err, err
+    assert "Traceback" not in err
+
+
+def test_plan_still_plans(capsys):
+    rc, out, err = _plan(capsys, *GEMM, "--cus", "4096")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["target"] == {"arch": "gfx942", "compute_units": 4096}
+    assert got["chosen"]["tier"] == "asm"
+    rc, out, err = _plan(capsys, *ATTN, "--d", "64", "--window", "8,0")
+    assert rc == 0, err
+
+
+def test_plan_library_refuses_with_value_errors():
+    a = ("bfloat16", (4, 64))
+    ok = {"a": a, "b": ("bfloat16", (64, 64)), "bias": None, "out": ("bfloat16", (4, 64))}
+    assert jax_aiter.plan("aiter.gemm", ok, {}, "gfx942")["chosen"] is not None
+    assert jax_aiter.plan("aiter.gemm", ok, {}, "gfx942", np.int64(80))["target"] == {
+        "arch": "gfx942", "compute_units": 80}
+    for operands, attributes, cus, message in [
+        (None, {}, 0, "operands: expected a dict"),
+        ([a], {}, 0, "operands: expected a dict"),
+        ({**ok, "a": None}, {}, 0, "operand a is missing"),
+        ({**ok, "a": ("bogus", (4, 64))}, {}, 0, "operand a: expected (dtype, shape)"),
+        ({**ok, "a": "bf16"}, {}, 0, "operand a: expected (dtype, shape)"),
+        (ok, None, -5, "compute units: expected 0"),
+        (ok, {}, 10**12, "compute units: expected 0"),
+        (ok, {}, 4097, "compute units: expected 0"),
+        (ok, {}, 80.0, "compute units: expected 0"),
+        (ok, {}, True, "compute units: expected 0"),
+        (ok, [1], 0, "attributes: expected a dict"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            jax_aiter.plan("aiter.gemm", operands, attributes, "gfx942", cus)
+        assert message in str(e.value), (message, str(e.value))
 
 
 # ---- jax-aiter-check-aiter, set_aiter_root ----------------------------------------------------
