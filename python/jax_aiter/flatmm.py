@@ -156,7 +156,13 @@ def flatmm_fp8(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None =
         (``shuffle_weight(w, "flatmm")``), same dtype as xq; N % 16 == 0 (N % 256 == 0 for
         AITER's kernel).
       x_scale: f32 ``[K/128, M]`` (K-block-major; transpose an ``[M, K/128]`` one).
-      w_scale: f32 ``[K/128, ceil(N/128)]``.
+      w_scale: f32 ``[K/128, ceil(N/128)]`` (the transpose of ``quantize_fp8_per_block``'s
+        ``[N/128, K/128]``; ``quantize_weight_blocks`` gives it).
+
+      Scale layouts are told apart by shape only: when M == K/128 an untransposed x_scale, and
+      when ceil(N/128) == K/128 an untransposed w_scale, has the expected shape and the op cannot
+      tell: the outputs are then silently wrong. One natural layout for every op is planned (the
+      "one shape" refactor); until then this is the caller's to get right.
       kernel: AITER's kernel by name (there is one, ``AITER_KERNEL``): forces the ASM tier.
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).
     Returns:

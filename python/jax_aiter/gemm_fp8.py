@@ -107,6 +107,13 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
       a_scale: f32 ``[..., K/128]`` (a's leading dims), natural layout: transposed here to the
         K-block-major ``[K/128, M]`` AITER's kernels read.
       b_scale: f32 ``[N/128, K/128]``.
+
+      Scale layouts are told apart by shape only: when M == K/128, an a_scale already transposed
+      (``[K/128, M]``, as ``gemm_fp8_mi350`` and ``flatmm_fp8`` take it) has the expected shape
+      and the op cannot tell: every output is then silently wrong. Pass the quantizer's scale
+      as it comes (``quantize_fp8_per_token_block``: ``[M, K/128]``). One natural layout for
+      every op is planned (the "one shape" refactor); until then this is the caller's to get
+      right.
       kernel: an AITER fp8gemm_blockscale kernel to use (AITER's kernelName, by symbol or short
         name, e.g. "fp8gemm_bf16_blockscale_BpreShuffle_64x128"); None lets the heuristic choose.
       splitk: a K split for the ASM tier (AITER's splitK); None lets the heuristic choose.

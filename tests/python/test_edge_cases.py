@@ -130,6 +130,46 @@ def test_gemm_i8_k_limit_keeps_int32_sums_exact():
         np.testing.assert_array_equal(got, np.full((1, 128), want), err_msg=f"K={k} {kw}")
 
 
+# ---- the ASM tier's bf16 split-K: one bf16 rounding per split (AITER's contract) --------------
+
+def test_asm_bf16_split_k_rounds_once_per_split():
+    """AITER's split-K BF16 kernels have no workspace but the semaphore: the splits meet in `out`
+    itself, so with bf16 out the running sum is rounded after every split (README, BF16 GEMM). The
+    documented bound |out - exact| <= 2^-8 * sum_z |S_z| (S_z the exact sum of splits 0..z) holds;
+    the portable tier rounds once, <= 2^-8 |exact|."""
+    m, n, k = 256, 1280, 512
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    plan = jax_aiter.plan("aiter.gemm", {"a": ("bfloat16", (m, k)), "b": ("bfloat16", (n, k)),
+                                         "bias": None, "out": ("bfloat16", (m, n))},
+                          {"kernel": "", "splitk": -1, "tier": "asm"}, "gfx942", 304)
+    split = plan["chosen"]["plan"]["notes"]["split"]
+    assert split == 5, plan["chosen"]["plan"]["notes"]
+    chunk = -(-(k // 64) // split) * 64
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    partial = [a64[:, z * chunk:(z + 1) * chunk] @ b64[:, z * chunk:(z + 1) * chunk].T
+               for z in range(split)]
+    running = np.cumsum(partial, axis=0)
+    exact = running[-1]
+    slack = 1e-5 * (np.abs(a64) @ np.abs(b64).T)  # float32 accumulation within a split
+    asm = np.asarray(jax_aiter.gemm(a, b, dispatch=ASM_942)).astype(np.float64)
+    assert np.all(np.abs(asm - exact) <= U * np.abs(running).sum(axis=0) + slack)
+    portable = np.asarray(jax_aiter.gemm(a, b, dispatch=Dispatch("portable")))
+    assert np.all(np.abs(portable.astype(np.float64) - exact) <= U * np.abs(exact) + slack)
+    # The extra roundings are real: the split result is not the correctly rounded one everywhere.
+    assert np.count_nonzero(asm != bf16(exact)) > np.count_nonzero(
+        portable.astype(np.float64) != bf16(exact))
+
+
+# ---- the scale layouts are guessed from shapes: the docstrings say so ---------------------------
+
+@pytest.mark.parametrize("op", [jax_aiter.gemm_fp8_blockscale, jax_aiter.gemm_fp8_mi350,
+                                jax_aiter.flatmm_fp8])
+def test_scale_layout_caveat_is_documented(op):
+    assert "cannot tell" in " ".join(op.__doc__.split()), op.__name__
+
+
 # ---- an unknown kernel name is an error naming the knob, under tier auto too -------------------
 
 def _calls(kernel, m=32):
