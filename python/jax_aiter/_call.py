@@ -22,7 +22,7 @@ import numpy as np
 
 from jax_aiter import _ffi
 
-__all__ = ["Dispatch", "Static", "call", "like_primal", "varying"]
+__all__ = ["Dispatch", "Static", "call", "like_primal", "validate", "varying"]
 
 
 @jax.tree_util.register_static
@@ -132,6 +132,22 @@ def call(target: str, *, inputs: dict, outputs: dict, attributes: dict | None = 
         results.append(_result(like, union, (size,), np.uint8))
     got = jax.ffi.ffi_call(target, tuple(results), vmap_method=vmap_method)(*ordered, **attrs)
     return dict(zip(spec.outputs, got))
+
+
+def validate(target: str, *, inputs: dict, outputs: dict, attributes: dict | None = None,
+             dispatch: Dispatch | None = None) -> bool:
+    """Checks a call of `target` by the op's C++ rules without making it (inputs and outputs as
+    for ``call``; only shapes and dtypes are read). Raises ValueError naming the operand or
+    attribute if the call is invalid; returns False if it is valid but empty (M, N or K of 0, no
+    rows...), which the caller then answers itself, True otherwise. Empty short-cuts call this
+    first, so bad input is an error whatever its size."""
+    spec = _ffi.spec(target)
+    attrs = dict(attributes or {})
+    attrs.update((dispatch or Dispatch()).attributes())
+    attrs = _typed(target, spec, attrs)
+    described = {n: (a.dtype, a.shape) for n, a in inputs.items() if a is not None}
+    described.update({n: (dtype, shape) for n, (shape, dtype) in outputs.items()})
+    return _ffi.validate(target, described, {k: _plain(v) for k, v in attrs.items()})
 
 
 def _plain(v):

@@ -15,7 +15,9 @@ its own. Registration happens once, on the first traced call of any op (or an ex
 error: the op raises ``JaxAiterUnavailableError`` when it is traced for that platform.
 
 ``JAX_AITER_AITER_ROOT``, if set, names an AITER checkout whose ``hsa/`` code objects the ROCm
-library reads at run time (the same as ``set_aiter_root``).
+library reads at run time (the same as ``set_aiter_root``, except that a path that is not an AITER
+checkout is a warning at registration rather than an error: ops that need no AITER code object
+still run).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import ctypes
 import dataclasses
 import functools
 import json
+import operator
 import os
 import threading
+import warnings
 
 import jax
 
@@ -39,6 +43,7 @@ __all__ = [
     "require_platform",
     "set_aiter_root",
     "spec",
+    "validate",
     "workspace_bytes",
 ]
 
@@ -74,8 +79,10 @@ _EXPORTS = {
     "jax_aiter_spec": (ctypes.c_void_p, [ctypes.c_char_p]),
     "jax_aiter_workspace_bytes": (ctypes.c_int64, [ctypes.c_char_p, ctypes.c_char_p,
                                                    ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_validate": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
+                                          ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_plan": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                         ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+                                         ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_check_aiter": (ctypes.c_void_p, [ctypes.c_char_p]),
     "jax_aiter_set_aiter_root": (ctypes.c_int, [ctypes.c_char_p,
                                                 ctypes.POINTER(ctypes.c_void_p)]),
@@ -146,7 +153,11 @@ def register() -> None:
                 _problems[platform] = str(e)
                 continue
             if root:
-                _set_root(lib, root)
+                try:
+                    _set_root(lib, root)
+                except ValueError as e:
+                    warnings.warn(f"JAX_AITER_AITER_ROOT ignored: {e}", RuntimeWarning,
+                                  stacklevel=2)
             for target, initialize, execute in _targets(lib):
                 jax.ffi.register_ffi_target(
                     target,
@@ -229,11 +240,25 @@ def spec(target: str) -> OpSpec:
     )
 
 
-def describe_call(operands: dict, attributes: dict) -> str:
-    """A call description (ffi/describe.hpp): operands name -> (dtype, shape) or None."""
-    ops = {name: None if v is None else {"dtype": _dtype_name(v[0]), "shape": list(v[1])}
-           for name, v in operands.items()}
-    return json.dumps({"operands": ops, "attributes": attributes})
+def describe_call(operands: dict, attributes: dict, target: str = "jax_aiter") -> str:
+    """A call description (ffi/describe.hpp): operands name -> (dtype, shape) or None. Raises
+    ValueError naming the operand for anything else."""
+    ops = {}
+    for name, v in operands.items():
+        if v is None:
+            ops[name] = None
+            continue
+        try:
+            dtype, shape = v
+            ops[name] = {"dtype": _dtype_name(dtype), "shape": list(shape)}
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{target}: operand {name}: expected (dtype, shape) or None, got "
+                             f"{v!r} ({e})") from None
+    try:
+        return json.dumps({"operands": ops, "attributes": attributes})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{target}: the call's operands or attributes are not plain numbers, "
+                         f"strings and lists: {e}") from None
 
 
 def _dtype_name(dtype) -> str:
@@ -264,22 +289,62 @@ def workspace_bytes(target: str, operands: dict, attributes: dict) -> int:
     return _workspace_bytes(target, describe_call(operands, attributes))
 
 
-def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
-    """Every tier's verdict and the chosen plan of a call on `arch` (gfx942, gfx950, sm_90, host)
-    with `cus` compute units (0: the arch's usual part), as jax-aiter-plan prints it."""
+@functools.lru_cache(maxsize=4096)
+def _validate(target: str, call: str) -> bool:
     lib = _cpu()
     err = ctypes.c_void_p()
-    out = lib.jax_aiter_plan(target.encode(), describe_call(operands, attributes).encode(),
-                             arch.encode(), int(cus), ctypes.byref(err))
+    got = lib.jax_aiter_validate(target.encode(), call.encode(), ctypes.byref(err))
+    if got < 0:
+        raise _error(lib, err, f"{target}: validation failed")
+    return got == 1
+
+
+def validate(target: str, operands: dict, attributes: dict) -> bool:
+    """Checks a call by the op's C++ rules (as its handler would) without running it: raises
+    ValueError naming the operand or attribute when it is invalid; returns False when it is valid
+    but empty (M, N or K of 0, no rows...: the caller computes that result itself), True when
+    there is work for a kernel."""
+    return _validate(target, describe_call(operands, attributes, target))
+
+
+def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
+    """Every tier's verdict and the chosen plan of a call on `arch` (gfx942, gfx950, sm_90, host)
+    with `cus` compute units (0: the arch's usual part; at most 4096), as jax-aiter-plan prints
+    it. Raises ValueError for a bad call, arch or CU count."""
+    if operands is None or not isinstance(operands, dict):
+        raise ValueError(f"{target}: plan: operands: expected a dict of name -> (dtype, shape) or "
+                         f"None, got {type(operands).__name__}")
+    if attributes is None:
+        attributes = {}
+    if not isinstance(attributes, dict):
+        raise ValueError(f"{target}: plan: attributes: expected a dict, got "
+                         f"{type(attributes).__name__}")
+    try:
+        n = -1 if isinstance(cus, bool) else operator.index(cus)  # an int, numpy's included
+    except TypeError:
+        n = -1
+    if not 0 <= n <= 4096:
+        raise ValueError(f"jax_aiter: plan: compute units: expected 0 (the arch's usual part) to "
+                         f"4096, got {cus!r}")
+    lib = _cpu()
+    err = ctypes.c_void_p()
+    out = lib.jax_aiter_plan(target.encode(), describe_call(operands, attributes, target).encode(),
+                             arch.encode(), n, ctypes.byref(err))
     if not out:
         raise _error(lib, err, f"{target}: plan failed")
     return json.loads(_take_string(lib, out))
 
 
 def check_aiter(root: str) -> dict:
-    """Checks an AITER checkout's code objects against our argument structs (the report)."""
+    """Checks an AITER checkout's code objects against our argument structs (the report: one row
+    per code object our tables name, found or missing, matching or why not). Raises ValueError
+    when ``root`` is not an AITER checkout (no such directory, or no ``hsa/`` in it) or this
+    library cannot read code-object metadata."""
     lib = _cpu()
-    return json.loads(_take_string(lib, lib.jax_aiter_check_aiter(os.fspath(root).encode())))
+    report = json.loads(_take_string(lib, lib.jax_aiter_check_aiter(os.fspath(root).encode())))
+    if "error" in report:
+        raise ValueError(report["error"])
+    return report
 
 
 def _set_root(lib: ctypes.CDLL, root: str) -> None:
@@ -290,7 +355,8 @@ def _set_root(lib: ctypes.CDLL, root: str) -> None:
 
 def set_aiter_root(root: str) -> None:
     """Names the AITER checkout whose ``hsa/`` code objects the ROCm library reads when they were
-    not embedded at build time. Call it before the first op that needs one."""
+    not embedded at build time. Call it before the first op that needs one. Raises ValueError when
+    ``root`` is not a directory holding ``hsa/`` (the previous root, if any, is kept)."""
     register()
     for lib in _libraries.values():
         _set_root(lib, root)

@@ -72,11 +72,14 @@ def _key_words(key):
     return jax.lax.bitcast_convert_type(words[:2], jnp.int32)
 
 
-def _check_window(window_size):
-    left, right = (int(w) for w in window_size)
+def _check_window(window_size, op: str = "flash_attn"):
+    try:
+        left, right = (int(w) for w in window_size)
+    except (TypeError, ValueError):
+        left = right = -2  # not two integers: refused below
     if left < -1 or right < -1:
-        raise ValueError(f"window_size: expected (left, right) with -1 for unbounded, got "
-                         f"{window_size}")
+        raise ValueError(f"{op}: window_size: expected (left, right), two ints with -1 for "
+                         f"unbounded, got {window_size!r}")
     return left, right
 
 
@@ -277,9 +280,10 @@ def _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size, alibi_slope
     d, dv = q.shape[-1], v.shape[-1]
     if k.shape[-1] != d:
         raise ValueError(f"{op}: operand k: expected head dim {d} (from q), got {k.shape}")
-    if d > 256 or dv > 256:
-        raise ValueError(f"{op}: expected head dims up to 256, got d={d}, dv={dv}")
-    left, right = _check_window(window_size)
+    if not (1 <= d <= 256 and 1 <= dv <= 256):
+        raise ValueError(f"{op}: operand {'q' if not 1 <= d <= 256 else 'v'}: expected head dims "
+                         f"up to 256 (and at least 1), got d={d} (q, k), dv={dv} (v)")
+    left, right = _check_window(window_size, op)
     dropout_p = float(dropout_p)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"{op}: dropout_p: expected 0 <= p < 1, got {dropout_p}")
@@ -302,6 +306,22 @@ def _default_dispatch() -> Dispatch:
     """Off AMD only the portable tier can run a call unforced: saying so up front sizes the
     backward's workspace for it alone (AITER's pieces would be hundreds of MiB at s = 4096)."""
     return Dispatch() if jax.default_backend() == "rocm" else Dispatch(tier="portable")
+
+
+def _validate_empty(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+    """An empty problem is answered in Python, but first checked by the handler's rules on the
+    call it would have made (head dims padded as _padded_call pads them), so bad input is an error
+    whatever its size."""
+    pad = lambda x, to: jax.ShapeDtypeStruct((*x.shape[:-1], to), x.dtype)  # noqa: E731
+    dp, dvp = _round8(q.shape[-1]), _round8(v.shape[-1])
+    q, k, v = pad(q, dp), pad(k, dp), pad(v, dvp)
+    out_shape = (*q.shape[:-1], dvp)
+    _call.validate("aiter.flash_attn_fwd",
+                   inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
+                           "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key},
+                   outputs={"out": (out_shape, q.dtype),
+                            "lse": (_lse_shape(q, cu_q is not None), _F32)},
+                   attributes=_attributes(config, False), dispatch=config["dispatch"])
 
 
 def _padded_call(q, k, v, bias, alibi, cu_q, cu_k, key, config):
@@ -341,6 +361,8 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: float | None
             raise ValueError(f"{op}: bias: expected a shape broadcastable to [b, hq, sq, sk] = "
                              f"{list(full)}, got {bias.shape}")
     out_shape = (b, sq, hq, v.shape[-1])
+    if 0 in (b, sq, hq, sk):
+        _validate_empty(q, k, v, None if bias is None else bias4, alibi, None, None, key, config)
     if 0 in (b, sq, hq):
         out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((b, hq, sq), _F32)
     elif sk == 0:
@@ -397,6 +419,10 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
     _check_cu_seqlens(cu_k, k.shape[0], int(max_seqlen_k), "cu_seqlens_k", op)
     total_q, hq = q.shape[0], q.shape[1]
     out_shape = (total_q, hq, v.shape[-1])
+    if total_q == 0 or hq == 0 or k.shape[0] == 0:
+        empty = dict(config, max_seqlen_q=max(1, min(int(max_seqlen_q), total_q)),
+                     max_seqlen_k=max(1, min(int(max_seqlen_k), k.shape[0])))
+        _validate_empty(q, k, v, None, alibi, cu_q, cu_k, key, empty)
     if total_q == 0 or hq == 0:
         out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((hq, total_q), _F32)
     elif k.shape[0] == 0:
@@ -415,10 +441,14 @@ def dropout_mask(key, b: int, hq: int, sq: int, sk: int, p: float, *,
     p = float(p)
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout_mask: expected 0 <= p < 1, got {p}")
+    for name, n in (("b", b), ("hq", hq), ("sq", sq), ("sk", sk)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"dropout_mask: {name}: expected an int >= 0, got {n!r}")
     shape = (int(b), int(hq), int(sq), int(sk))
+    words = _key_words(key)  # checked whatever the shape
     if 0 in shape:
         return jnp.ones(shape, jnp.bool_)
-    return _part_mask((shape, p, dispatch), _key_words(key))[0].astype(jnp.bool_)
+    return _part_mask((shape, p, dispatch), words)[0].astype(jnp.bool_)
 
 
 def _mask_rule(config, shapes):

@@ -121,12 +121,14 @@ def quantize_weight_blocks(w, dtype=None):
 def _call_flatmm(x, w, x_scale, w_scale, config):
     kernel, dispatch = config
     m, n = x.shape[0], w.shape[0]
-    if m == 0 or n == 0:
+    inputs = {"x": x, "w": w, "x_scale": x_scale, "w_scale": w_scale}
+    outputs = {"out": ((m, n), jnp.float16)}
+    attributes = {"w_layout": FLATMM_LAYOUT, "kernel": kernel}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.flatmm_fp8", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
         return jnp.zeros((m, n), jnp.float16)
-    return _call.call("aiter.flatmm_fp8",
-                      inputs={"x": x, "w": w, "x_scale": x_scale, "w_scale": w_scale},
-                      outputs={"out": ((m, n), jnp.float16)},
-                      attributes={"w_layout": FLATMM_LAYOUT, "kernel": kernel},
+    return _call.call("aiter.flatmm_fp8", inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 
@@ -160,7 +162,13 @@ def flatmm_fp8(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None =
         (``shuffle_weight(w, "flatmm")``), same dtype as xq; N % 16 == 0 (N % 256 == 0 for
         AITER's kernel).
       x_scale: f32 ``[K/128, M]`` (K-block-major; transpose an ``[M, K/128]`` one).
-      w_scale: f32 ``[K/128, ceil(N/128)]``.
+      w_scale: f32 ``[K/128, ceil(N/128)]`` (the transpose of ``quantize_fp8_per_block``'s
+        ``[N/128, K/128]``; ``quantize_weight_blocks`` gives it).
+
+      Scale layouts are told apart by shape only: when M == K/128 an untransposed x_scale, and
+      when ceil(N/128) == K/128 an untransposed w_scale, has the expected shape and the op cannot
+      tell: the outputs are then silently wrong. One natural layout for every op is planned (the
+      "one shape" refactor); until then this is the caller's to get right.
       kernel: AITER's kernel by name (there is one, ``AITER_KERNEL``): forces the ASM tier.
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).
     Returns:

@@ -75,7 +75,12 @@ def _part_gemm(config, shards, a, b, bias):
 
 def _call_gemm(a, b, bias, out_dtype, kernel, splitk, dispatch):
     shape = _out_shape(a, b)
+    inputs, outputs = {"a": a, "b": b, "bias": bias}, {"out": (shape, out_dtype)}
+    attributes = {"kernel": kernel, "splitk": splitk}
     if math.prod(shape) == 0 or a.shape[-1] == 0:
+        # Validated first (C++'s rules), so bad input is an error whatever its size.
+        _call.validate("aiter.gemm", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
         out = jnp.zeros(shape, out_dtype)
         return out if bias is None else (out + bias).astype(out_dtype)
     return _part_gemm((out_dtype, kernel, splitk, dispatch), a, b, bias)[0]

@@ -94,11 +94,18 @@ def quantize_mxfp4(x, rounding: str = "floor"):
     Per block of 32: ``rounding="floor"`` is the OCP MX rule, scale = 2^(floor(log2 amax) - 2)
     (values above 6 * scale saturate to ±6); ``"ceil"`` is AITER's default (RoundUp), scale =
     2^ceil(log2(amax / 6)) (never saturates). An all-zero block gets scale 1 (code 127). Values
-    are rounded to the nearest e2m1 value, ties to even. NaN inputs are not supported.
+    are rounded to the nearest e2m1 value, ties to even.
+
+    NaN and Inf propagate: a block holding a NaN or ±Inf gets the NaN scale (e8m0 code 255) and
+    codes 0, so every value dequantized from it, and every ``gemm_fp4`` output that reads it, is
+    NaN (never a silently saturated block).
     """
     if rounding not in ("floor", "ceil"):
         raise ValueError(f"quantize_mxfp4: rounding must be 'floor' or 'ceil', got {rounding!r}")
     x = jnp.asarray(x)
+    if x.ndim < 1:
+        raise ValueError(f"quantize_mxfp4: operand x: expected [..., K] with K % {BLOCK} == 0, "
+                         f"got a scalar")
     if x.shape[-1] % BLOCK != 0:
         raise ValueError(f"quantize_mxfp4: K={x.shape[-1]} is not a multiple of {BLOCK}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
@@ -137,15 +144,18 @@ def _quantize_impl(x, rounding):
         f, e = jnp.frexp(amax / _E2M1_MAX)
         exp = jnp.where(f == 0.5, e - 1, e)  # exact powers of two stay
     exp = jnp.where(amax > 0, jnp.clip(exp, -127, 127), 0)
+    bad = ~jnp.all(jnp.isfinite(blocks), axis=-1, keepdims=True)  # NaN scale, codes 0
+    exp = jnp.where(bad, 0, exp)
     scale = jnp.ldexp(jnp.float32(1.0), exp)
     v = jnp.minimum(jnp.abs(blocks) / scale, _E2M1_MAX)
     step = jnp.where(v < 2, 0.5, jnp.where(v < 4, 1.0, 2.0))
     r = jnp.round(v / step) * step  # ties to even on the e2m1 grid
     mag = jnp.where(r < 2, r * 2, jnp.where(r < 4, r + 2, r / 2 + 4)).astype(jnp.uint8)
     code = jnp.where((blocks < 0) & (mag > 0), mag | 8, mag).astype(jnp.uint8)
+    code = jnp.where(bad, 0, code).astype(jnp.uint8)
     code = code.reshape(*x.shape[:-1], k // 2, 2)
     packed = (code[..., 0] | (code[..., 1] << 4)).astype(jnp.uint8)
-    scales = (exp[..., 0] + 127).astype(jnp.uint8)
+    scales = jnp.where(bad[..., 0], 255, exp[..., 0] + 127).astype(jnp.uint8)
     return packed, scales
 
 
@@ -156,19 +166,20 @@ def dequantize_mxfp4(q, scales):
     """The inverse of ``quantize_mxfp4`` (exact): ``(u8 [..., K/2], e8m0 [..., K/32])`` ->
     f32 ``[..., K]``. The scales as plain (unshuffled) ``[..., K/32]``."""
     q = jnp.asarray(q).astype(jnp.uint8)
-    s = _as_u8(jnp.asarray(scales))
+    s = _as_u8(jnp.asarray(scales), "dequantize_mxfp4: operand scales")
     codes = jnp.stack([q & 15, q >> 4], axis=-1).reshape(*q.shape[:-1], q.shape[-1] * 2)
     vals = jnp.asarray(_E2M1_TABLE)[codes.astype(jnp.int32)]
     sf = jnp.where(s == 255, jnp.nan, jnp.ldexp(jnp.float32(1.0), s.astype(jnp.int32) - 127))
     return vals * jnp.repeat(sf, BLOCK, axis=-1)
 
 
-def _as_u8(s):
+def _as_u8(s, what: str = "e8m0 scales"):
     if s.dtype == jnp.uint8:
         return s
     if s.dtype == jnp.float8_e8m0fnu:
         return jax.lax.bitcast_convert_type(s, jnp.uint8)
-    raise TypeError(f"expected e8m0 scales as uint8 or float8_e8m0fnu, got {s.dtype}")
+    raise TypeError(f"{what}: expected e8m0 scales as uint8 or float8_e8m0fnu (quantize_mxfp4's), "
+                    f"got {s.dtype}")
 
 
 # ---- layouts ----------------------------------------------------------------------------------
@@ -176,7 +187,7 @@ def _as_u8(s):
 def e8m0_shuffle(s):
     """AITER's ``e8m0_shuffle`` as a JAX function: ``[rows, K/32]`` e8m0 (uint8) ->
     ``[roundup(rows, 256), roundup(K/32, 8)]`` in the shuffled layout (module docstring)."""
-    s = _as_u8(jnp.asarray(s))
+    s = _as_u8(jnp.asarray(s), "e8m0_shuffle: operand s")
     if s.ndim != 2:
         raise ValueError(f"e8m0_shuffle: expected scales [rows, K/32], got shape {s.shape}")
     m, n = s.shape
@@ -188,7 +199,9 @@ def e8m0_shuffle(s):
 
 def e8m0_unshuffle(s):
     """The inverse of ``e8m0_shuffle``: the padded ``[roundup(rows, 256), roundup(K/32, 8)]``."""
-    s = _as_u8(jnp.asarray(s))
+    s = _as_u8(jnp.asarray(s), "e8m0_unshuffle: operand s")
+    if s.ndim != 2:
+        raise ValueError(f"e8m0_unshuffle: expected a shuffled scale [256 i, 8 j], got {s.shape}")
     sm, sn = s.shape
     if sm % 256 != 0 or sn % 8 != 0:
         raise ValueError(f"e8m0_unshuffle: expected a shuffled scale [256 i, 8 j], got {s.shape}")
@@ -213,10 +226,14 @@ def shuffle_fp4_weight(wq) -> ShuffledWeight:
 def _call_gemm_fp4(a, b, a_scale, b_scale, config):
     b_layout, kernel, splitk, dispatch = config
     m, n = a.shape[0], b.shape[0]
-    return _call.call("aiter.gemm_fp4",
-                      inputs={"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": b_layout, "kernel": kernel, "splitk": splitk},
+    inputs = {"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": b_layout, "kernel": kernel, "splitk": splitk}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.gemm_fp4", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
+        return jnp.zeros((m, n), jnp.bfloat16)
+    return _call.call("aiter.gemm_fp4", inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 
@@ -281,12 +298,12 @@ def _scale_operand(s, rows, k, name):
         if s.layout != SCALE_LAYOUT:
             raise ValueError(f"aiter.gemm_fp4: operand {name}: expected scales shuffled in "
                              f"{SCALE_LAYOUT!r}, got layout {s.layout!r}")
-        d = _as_u8(s.data)
+        d = _as_u8(s.data, f"aiter.gemm_fp4: operand {name}")
         if d.shape != want:
             raise ValueError(f"aiter.gemm_fp4: operand {name}: expected a shuffled scale of shape "
                              f"{want}, got {d.shape}")
         return d, True
-    s = _as_u8(jnp.asarray(s))
+    s = _as_u8(jnp.asarray(s), f"aiter.gemm_fp4: operand {name}")
     if s.shape != (rows, k // BLOCK):
         raise ValueError(f"aiter.gemm_fp4: operand {name}: expected plain e8m0 scales of shape "
                          f"{(rows, k // BLOCK)} (or a ShuffledWeight in {SCALE_LAYOUT!r}), got "
@@ -346,15 +363,13 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
     if isinstance(a_scale, ShuffledWeight):
         sa, a_shuffled = _scale_operand(a_scale, m, k, "a_scale")
     else:
-        a_scale = _as_u8(jnp.asarray(a_scale))
+        a_scale = _as_u8(jnp.asarray(a_scale), "aiter.gemm_fp4: operand a_scale")
         if a_scale.shape != (*lead, k // BLOCK):
             raise ValueError(f"aiter.gemm_fp4: operand a_scale: expected plain e8m0 scales of "
                              f"shape {(*lead, k // BLOCK)} (a's leading dims), got "
                              f"{a_scale.shape}")
         sa, a_shuffled = _scale_operand(a_scale.reshape(m, k // BLOCK), m, k, "a_scale")
     sb, b_shuffled = _scale_operand(b_scale, n, k, "b_scale")
-    if m == 0 or n == 0:
-        return jnp.zeros((*lead, n), jnp.bfloat16)
     dispatch = dispatch or Dispatch()
     config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk), dispatch,
                      _may_run_aiter(dispatch), a_shuffled, b_shuffled))

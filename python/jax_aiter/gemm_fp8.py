@@ -71,11 +71,15 @@ _NAME = "aiter.gemm_fp8_blockscale"
 def _call_gemm(a, b, a_scale_t, b_scale, config):
     kernel, splitk, dispatch = config
     m, n = a.shape[0], b.shape[0]
-    return _call.call(_NAME,
-                      inputs={"a": a, "b": b, "a_scale": a_scale_t, "b_scale": b_scale},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": "x".join(str(v) for v in FP8BS_LAYOUT),
-                                  "kernel": kernel, "splitk": splitk},
+    inputs = {"a": a, "b": b, "a_scale": a_scale_t, "b_scale": b_scale}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": "x".join(str(v) for v in FP8BS_LAYOUT), "kernel": kernel,
+                  "splitk": splitk}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate(_NAME, inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
+        return jnp.zeros((m, n), jnp.bfloat16)
+    return _call.call(_NAME, inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 
@@ -109,6 +113,13 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
       a_scale: f32 ``[..., K/128]`` (a's leading dims), natural layout: transposed here to the
         K-block-major ``[K/128, M]`` AITER's kernels read.
       b_scale: f32 ``[N/128, K/128]``.
+
+      Scale layouts are told apart by shape only: when M == K/128, an a_scale already transposed
+      (``[K/128, M]``, as ``gemm_fp8_mi350`` and ``flatmm_fp8`` take it) has the expected shape
+      and the op cannot tell: every output is then silently wrong. Pass the quantizer's scale
+      as it comes (``quantize_fp8_per_token_block``: ``[M, K/128]``). One natural layout for
+      every op is planned (the "one shape" refactor); until then this is the caller's to get
+      right.
       kernel: an AITER fp8gemm_blockscale kernel to use (AITER's kernelName, by symbol or short
         name, e.g. "fp8gemm_bf16_blockscale_BpreShuffle_64x128"); None lets the heuristic choose.
       splitk: a K split for the ASM tier (AITER's splitK); None lets the heuristic choose.
@@ -143,8 +154,6 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
     if b_scale.shape != (n // SCALE_BLOCK, kb):
         raise ValueError(f"{_NAME}: operand b_scale: expected shape {(n // SCALE_BLOCK, kb)} "
                          f"(N/128, K/128), got {b_scale.shape}")
-    if m == 0:
-        return jnp.zeros((*lead, n), jnp.bfloat16)
     config = Static((kernel or "", -1 if splitk is None else int(splitk), dispatch or Dispatch()))
     a_scale_t = a_scale.reshape(m, kb).T  # AITER's K-block-major [K/128, M]
     out = _gemm(a.reshape(m, k), b.data, a_scale_t, b_scale, config)

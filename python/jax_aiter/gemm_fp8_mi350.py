@@ -95,14 +95,15 @@ def quantize_weight_blocks(w, dtype=None):
 def _call_mi350(xq, wq, x_scale, w_scale, config):
     kernel, dispatch = config
     m, n = xq.shape[0], wq.shape[0]
-    if m == 0:
+    inputs = {"xq": xq, "wq": wq, "x_scale": x_scale, "w_scale": w_scale}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": "x".join(str(v) for v in MI350_LAYOUT), "kernel": kernel}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.gemm_fp8_mi350", inputs=inputs, outputs=outputs,
+                       attributes=attributes, dispatch=dispatch)
         return jnp.zeros((m, n), jnp.bfloat16)
-    return _call.call("aiter.gemm_fp8_mi350",
-                      inputs={"xq": xq, "wq": wq, "x_scale": x_scale, "w_scale": w_scale},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": "x".join(str(v) for v in MI350_LAYOUT),
-                                  "kernel": kernel},
-                      dispatch=dispatch)["out"]
+    return _call.call("aiter.gemm_fp8_mi350", inputs=inputs, outputs=outputs,
+                      attributes=attributes, dispatch=dispatch)["out"]
 
 
 @_partition.op("aiter.gemm_fp8_mi350",
@@ -133,8 +134,14 @@ def gemm_fp8_mi350(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | No
       xq: fp8 ``[M, K]`` (``quantize_token_blocks``); K % 128 == 0.
       wq: the fp8 weight ``[N, K]`` as a ``ShuffledWeight`` in ``MI350_LAYOUT``
         (``shuffle_weight``); N % 128 == 0; the same fp8 dtype as xq.
-      x_scale: f32 ``[K/128, M]``.
-      w_scale: f32 ``[N/128, K/128]``.
+      x_scale: f32 ``[K/128, M]``, K-block-major: the transpose of
+        ``quantize_fp8_per_token_block``'s ``[M, K/128]`` (``quantize_token_blocks`` gives it).
+      w_scale: f32 ``[N/128, K/128]`` (``quantize_fp8_per_block``'s, as it comes).
+
+      Scale layouts are told apart by shape only: when M == K/128, an untransposed x_scale
+      (``[M, K/128]``) has the expected shape and the op cannot tell (and when N == K, a
+      transposed w_scale): the outputs are then silently wrong. One natural layout for every op
+      is planned (the "one shape" refactor); until then this is the caller's to get right.
       kernel: force one of AITER's rows (``MI350_KERNELS``, e.g. "f8_block_scale_mi350_x64");
         None: x32 for M <= 32, x128 above (AITER's rule).
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -76,8 +77,21 @@ class ShuffledWeight:
 jax.tree_util.register_dataclass(ShuffledWeight, data_fields=["data"], meta_fields=["layout"])
 
 
+def _layout_pair(layout, what="shuffle_weight"):
+    """(IN, IK) of a blocked layout: two positive ints, else a ValueError naming the argument."""
+    try:
+        n_in, ik = (operator.index(v) for v in layout)
+    except (TypeError, ValueError):
+        n_in = ik = 0
+    if n_in < 1 or ik < 1:
+        raise ValueError(f"{what}: layout: expected (IN, IK), two positive ints (e.g. "
+                         f"{I8_LAYOUT}), or the name of a registered layout "
+                         f"({', '.join(sorted(_NAMED_LAYOUTS))}), got {layout!r}")
+    return n_in, ik
+
+
 def _blocks(shape, dtype, layout):
-    n_in, ik = (int(v) for v in layout)
+    n_in, ik = _layout_pair(layout)
     per16 = 16 // np.dtype(dtype).itemsize  # elements in 16 bytes
     bk = 2 * ik
     if len(shape) < 2:
@@ -152,7 +166,9 @@ FP8_BLOCK = 128  # the K (and weight N) block of the fp8 block-scale GEMMs
 
 def quantize_fp8_blocks(x, block=(1, FP8_BLOCK), dtype=None):
     """Symmetric fp8 per block: ``x ~= q * scale`` with scale = max |x| / fp8 max over each
-    block (1 for an all-zero block).
+    block (1 for an all-zero block). NaN and Inf propagate: a block holding a NaN or ±Inf gets
+    scale NaN and q = 0, so everything computed from it (dequantized values, the fp8 GEMMs'
+    outputs that read it) is NaN.
 
     ``block=(1, 128)`` (activations, per token): ``x [..., K]`` -> ``(fp8 [..., K],
     f32 [..., K/128])``. ``block=(128, 128)`` (weights): ``x [..., R, C]`` -> ``(fp8 [..., R, C],
@@ -172,13 +188,18 @@ def quantize_fp8_blocks(x, block=(1, FP8_BLOCK), dtype=None):
     xf = x.astype(jnp.float32)
     if br == 1:
         blocks = xf.reshape(*x.shape[:-1], cols // bc, bc)
-        amax = jnp.max(jnp.abs(blocks), axis=-1, keepdims=True)
+        axes = -1
     else:
         blocks = xf.reshape(*x.shape[:-2], rows // br, br, cols // bc, bc)
-        amax = jnp.max(jnp.abs(blocks), axis=(-3, -1), keepdims=True)
+        axes = (-3, -1)
+    amax = jnp.max(jnp.abs(blocks), axis=axes, keepdims=True)
     fmax = float(jnp.finfo(dtype).max)
-    scale = jnp.where(amax > 0, amax / fmax, 1.0).astype(jnp.float32)
-    q = jnp.clip(blocks / scale, -fmax, fmax).astype(dtype).reshape(x.shape)
+    # A NaN or Inf in the block: NaN scale, q = 0 (tested apart: max need not propagate NaN).
+    finite = jnp.all(jnp.isfinite(blocks), axis=axes, keepdims=True)
+    scale = jnp.where(amax > 0, amax / fmax, 1.0)
+    scale = jnp.where(finite, scale, jnp.nan).astype(jnp.float32)
+    q = jnp.where(finite, jnp.clip(blocks / scale, -fmax, fmax), 0.0)
+    q = q.astype(dtype).reshape(x.shape)
     return q, (scale.reshape(*x.shape[:-1], cols // bc) if br == 1 else
                scale.reshape(*x.shape[:-2], rows // br, cols // bc))
 
@@ -196,7 +217,8 @@ def quantize_fp8_per_token_block(x, dtype=None):
     """fp8 per (token, 128-column block) of activations ``x [M, K]`` (K % 128 == 0) ->
     ``(fp8 [M, K], f32 scale [M, K/128])``, x ~= q * scale[m, k // 128]. ``dtype``: the fp8
     format, default ``fp8_dtype()`` (the device's). The FP8 GEMMs that read the scale
-    K-block-major (``gemm_fp8_mi350``, ``flatmm_fp8``) take ``scale.T``."""
+    K-block-major (``gemm_fp8_mi350``, ``flatmm_fp8``) take ``scale.T``. A block holding a NaN
+    or ±Inf gets scale NaN and q = 0 (``quantize_fp8_blocks``)."""
     x = _check_fp8_blocks(x, 1, "quantize_fp8_per_token_block")
     return quantize_fp8_blocks(x, (1, FP8_BLOCK), dtype)
 
@@ -204,7 +226,8 @@ def quantize_fp8_per_token_block(x, dtype=None):
 def quantize_fp8_per_block(w, dtype=None):
     """fp8 per 128 x 128 block of a weight ``w [N, K]`` (N, K % 128 == 0) -> ``(fp8 [N, K],
     f32 scale [N/128, K/128])``, w ~= q * scale[n // 128, k // 128]. ``flatmm_fp8`` takes
-    ``scale.T``."""
+    ``scale.T``. A block holding a NaN or ±Inf gets scale NaN and q = 0
+    (``quantize_fp8_blocks``)."""
     w = _check_fp8_blocks(w, FP8_BLOCK, "quantize_fp8_per_block")
     return quantize_fp8_blocks(w, (FP8_BLOCK, FP8_BLOCK), dtype)
 
@@ -212,20 +235,29 @@ def quantize_fp8_per_block(w, dtype=None):
 def _quantize_rows(x, axis):
     x = jnp.asarray(x).astype(jnp.float32)
     amax = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
-    scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0).astype(jnp.float32)
-    q = jnp.clip(jnp.round(x / scale), -_I8_MAX, _I8_MAX).astype(jnp.int8)
-    return q, scale
+    finite = jnp.all(jnp.isfinite(x), axis=axis, keepdims=True)  # else NaN scale, q = 0
+    scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0)
+    scale = jnp.where(finite, scale, jnp.nan).astype(jnp.float32)
+    q = jnp.where(finite, jnp.clip(jnp.round(x / scale), -_I8_MAX, _I8_MAX), 0.0)
+    return q.astype(jnp.int8), scale
 
 
 def quantize_per_token(x):
     """Symmetric int8 per row (token): ``x [..., K]`` -> ``(int8 [..., K], f32 scale [..., 1])``
-    with ``x ~= q * scale``, scale = max |x| / 127 over the row (1 for an all-zero row)."""
+    with ``x ~= q * scale``, scale = max |x| / 127 over the row (1 for an all-zero row).
+
+    NaN and Inf propagate: a row holding a NaN or ±Inf gets scale NaN and q = 0 (int8 has no
+    NaN), so its dequantized values and its ``gemm_i8`` output row are NaN."""
+    x = jnp.asarray(x)
+    if x.ndim < 1:
+        raise ValueError("quantize_per_token: operand x: expected [..., K], got a scalar")
     return _quantize_rows(x, -1)
 
 
 def quantize_per_channel(w):
     """Symmetric int8 per output channel of a weight ``[N, K]`` -> ``(int8 [N, K],
-    f32 scale [1, N])``, the shape ``gemm_i8`` takes."""
+    f32 scale [1, N])``, the shape ``gemm_i8`` takes. A channel holding a NaN or ±Inf gets scale
+    NaN and q = 0 (as ``quantize_per_token``)."""
     w = jnp.asarray(w)
     if w.ndim != 2:
         raise ValueError(f"quantize_per_channel: expected a weight [N, K], got shape {w.shape}")
@@ -238,14 +270,15 @@ def quantize_per_channel(w):
 def _call_gemm_i8(a, b, a_scale, b_scale, bias, config):
     kernel, splitk, dispatch = config
     m, n = a.shape[0], b.shape[0]
-    if m == 0 or n == 0:
+    inputs = {"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale, "bias": bias}
+    outputs = {"out": ((m, n), jnp.bfloat16)}
+    attributes = {"b_layout": "x".join(str(v) for v in I8_LAYOUT), "kernel": kernel,
+                  "splitk": splitk}
+    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
+        _call.validate("aiter.gemm_i8", inputs=inputs, outputs=outputs, attributes=attributes,
+                       dispatch=dispatch)
         return jnp.zeros((m, n), jnp.bfloat16)
-    return _call.call("aiter.gemm_i8",
-                      inputs={"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale,
-                              "bias": bias},
-                      outputs={"out": ((m, n), jnp.bfloat16)},
-                      attributes={"b_layout": "x".join(str(v) for v in I8_LAYOUT),
-                                  "kernel": kernel, "splitk": splitk},
+    return _call.call("aiter.gemm_i8", inputs=inputs, outputs=outputs, attributes=attributes,
                       dispatch=dispatch)["out"]
 
 
@@ -315,7 +348,7 @@ def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | 
 
     Args:
       a: int8 ``[..., K]`` (activations, e.g. from ``quantize_per_token``); K % 32 == 0,
-        K <= 131072.
+        K <= 131071 (so that |sum| <= 128 * 128 * K stays below 2^31: at most 131040).
       b: the int8 weight ``[N, K]`` as a ``ShuffledWeight`` in ``I8_LAYOUT`` (``shuffle_weight``);
         N % 16 == 0.
       a_scale: f32 ``[..., 1]`` (a's leading dims).

@@ -160,34 +160,53 @@ def _part_bwd_add(config, shards, dy, residual_out, gamma, dresidual):
     return dx, shards.sum(dgamma, 1)
 
 
-# ---- the calls (empty inputs never reach the handlers, which refuse them: the forward of an
-# empty x is empty, and its gradients are zeros of the inputs' shapes, as jnp's RMSNorm gives) --
+# ---- the calls --------------------------------------------------------------------------------
+#
+# Empty inputs never reach the handlers (which refuse them): the forward of an empty x is empty,
+# and its gradients are zeros of the inputs' shapes, as jnp's own RMSNorm would give. They are
+# validated by the handlers' rules first (_call.validate), so bad input is an error whatever its
+# size.
 
 def _empty(x) -> bool:
     return math.prod(x.shape) == 0
 
 
 def _call_fwd(x, gamma, epsilon: float):
+    inputs, outputs = {"x": x, "gamma": gamma}, {"y": (x.shape, x.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return jnp.zeros(x.shape, x.dtype)
     return _part_fwd(("fwd", epsilon), x, gamma)[0]
 
 
 def _call_fwd_add(x, residual, gamma, epsilon: float):
+    inputs = {"x": x, "residual": residual, "gamma": gamma}
+    outputs = {"y": (x.shape, x.dtype), "residual_out": (x.shape, x.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm_with_add", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return jnp.zeros(x.shape, x.dtype), (x + residual).astype(x.dtype)
     return _part_fwd_add(("fwd_add", epsilon), x, residual, gamma)
 
 
 def _call_bwd(dy, x, gamma, epsilon: float):
+    inputs = {"dy": dy, "x": x, "gamma": gamma}
+    outputs = {"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm_bwd", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return jnp.zeros(x.shape, x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
     return _part_bwd(("bwd", epsilon), dy, x, gamma)
 
 
 def _call_bwd_add(dy, residual_out, gamma, dresidual, epsilon: float):
     x = residual_out
+    inputs = {"dy": dy, "residual_out": x, "gamma": gamma, "dresidual": dresidual}
+    outputs = {"dx": (x.shape, x.dtype), "dgamma": (gamma.shape, gamma.dtype)}
     if _empty(x):
+        _call.validate("aiter.rms_norm_with_add_bwd", inputs=inputs, outputs=outputs,
+                       attributes={"epsilon": epsilon})
         return dresidual.astype(x.dtype), jnp.zeros(gamma.shape, gamma.dtype)
     return _part_bwd_add(("bwd_add", epsilon), dy, residual_out, gamma, dresidual)
 

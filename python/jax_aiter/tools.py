@@ -74,6 +74,59 @@ def _dispatch(args) -> dict:
     return out
 
 
+def _call_operands(call) -> tuple[dict, dict]:
+    """The operands and attributes of a --call description, or a ValueError saying what is
+    wrong with it."""
+    form = '{"operands": {"a": {"dtype": "bf16", "shape": [M, K]}, "bias": null, ...}, ' \
+           '"attributes": {...}}'
+    if not isinstance(call, dict) or not isinstance(call.get("operands", {}), dict):
+        raise ValueError(f"--call: expected {form}, got {json.dumps(call)[:200]}")
+    operands = {}
+    for name, v in call.get("operands", {}).items():
+        if v is None:
+            operands[name] = None
+            continue
+        if not isinstance(v, dict) or not isinstance(v.get("dtype"), str) or \
+                not isinstance(v.get("shape"), list):
+            raise ValueError(f"--call: operand {name}: expected {{\"dtype\": \"bf16\", "
+                             f"\"shape\": [...]}} or null, got {json.dumps(v)[:200]}")
+        operands[name] = (_numpy_name(v["dtype"]), v["shape"])
+    attributes = call.get("attributes", {})
+    if not isinstance(attributes, dict):
+        raise ValueError(f"--call: attributes: expected an object, got {json.dumps(attributes)}")
+    return operands, attributes
+
+
+def _window(p, text: str) -> tuple[int, int]:
+    try:
+        left, right = (int(w) for w in text.split(","))
+    except ValueError:
+        p.error(f"--window: expected left,right (two ints, -1 unbounded), got {text!r}")
+    if left < -1 or right < -1:
+        p.error(f"--window: expected left,right >= -1 (-1 unbounded), got {text!r}")
+    return left, right
+
+
+def _check_sizes(p, args) -> None:
+    """Refuses what no call can have, before any description is built: a dtype numpy does not
+    know, a head dim below 1, a CU count outside 0..4096 (the asm_cus attribute's range)."""
+    import numpy as np
+    for flag, value in (("--dtype", args.dtype), ("--out-dtype", args.out_dtype)):
+        if value is None:
+            continue
+        try:
+            np.dtype(value)
+        except TypeError:
+            p.error(f"{flag}: unknown dtype {value!r} (e.g. bfloat16, float16, float32)")
+    for flag, value in (("--cus", args.cus), ("--asm-cus", args.asm_cus)):
+        if not 0 <= value <= 4096:
+            p.error(f"{flag}: expected 0 (the arch's usual part) to 4096, got {value}")
+    for flag, value in (("--b", args.b), ("--sq", args.sq), ("--sk", args.sk),
+                        ("--hq", args.hq), ("--hk", args.hk), ("--d", args.d), ("--dv", args.dv)):
+        if value is not None and value < 1:
+            p.error(f"{flag}: expected an int >= 1, got {value}")
+
+
 def plan_main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="jax-aiter-plan", description=__doc__.split("\n\n")[0])
     p.add_argument("op", help="gemm, rms_norm, or a custom-call target (with --call)")
@@ -112,15 +165,12 @@ def plan_main(argv=None) -> int:
     t.add_argument("--dropout", type=float, default=0.0)
     t.add_argument("--deterministic", action="store_true")
     args = p.parse_args(argv)
+    if not args.call:
+        _check_sizes(p, args)
     try:
         if args.call:
-            call = json.loads(args.call)
             target = args.op
-            operands = {k: None if v is None else (v["dtype"], v["shape"])
-                        for k, v in call.get("operands", {}).items()}
-            operands = {k: v if v is None else (_numpy_name(v[0]), v[1])
-                        for k, v in operands.items()}
-            attributes = call.get("attributes", {})
+            operands, attributes = _call_operands(json.loads(args.call))
         elif args.op in ("gemm", "aiter.gemm"):
             if None in (args.m, args.n, args.k):
                 p.error("gemm needs --m, --n and --k")
@@ -136,13 +186,17 @@ def plan_main(argv=None) -> int:
         elif args.op in ("rms_norm", "aiter.rms_norm"):
             if not args.shape:
                 p.error("rms_norm needs --shape")
-            shape = tuple(int(d) for d in args.shape.split(","))
+            try:
+                shape = tuple(int(d) for d in args.shape.split(","))
+            except ValueError:
+                p.error(f"--shape: expected dims separated by commas (16384,4096), got "
+                        f"{args.shape!r}")
             target, operands, attributes = _describe_rms_norm(shape, args.dtype, args.epsilon,
                                                               args.fused, args.backward)
         elif args.op in ("attention", "flash_attn"):
             if None in (args.sq, args.hq, args.d):
                 p.error("attention needs --sq, --hq and --d")
-            window = tuple(int(w) for w in args.window.split(","))
+            window = _window(p, args.window)
             target, operands, attributes = _describe_attention(
                 args.b, args.sq, args.sk or args.sq, args.hq, args.hk or args.hq, args.d, args.dv,
                 args.dtype, args.causal, window, args.varlen, args.backward, args.bias,
@@ -174,9 +228,10 @@ def check_aiter_main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.add_argument("--require-all", action="store_true", help="a missing code object fails too")
     args = p.parse_args(argv)
-    report = check_aiter(args.root)
-    if "error" in report:
-        print(f"jax-aiter-check-aiter: {report['error']}", file=sys.stderr)
+    try:
+        report = check_aiter(args.root)
+    except ValueError as e:  # not an AITER checkout, or no metadata reader in this build
+        print(f"jax-aiter-check-aiter: {e}", file=sys.stderr)
         return 2
     if args.json:
         json.dump(report, sys.stdout, indent=1)

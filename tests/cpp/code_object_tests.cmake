@@ -53,6 +53,15 @@ else()
   target_include_directories(test_code_object_limits SYSTEM PRIVATE ${JAX_AITER_MSGPACK_INCLUDE_DIR})
   target_link_libraries(test_code_object_limits PRIVATE jax_aiter::jax_aiter GTest::gtest_main)
   add_test(NAME test_code_object_limits COMMAND test_code_object_limits)
+
+  # Files named like code objects that are not one (directory, FIFO, /dev/zero, 3 GiB sparse),
+  # read by the loader and check-aiter under an address-space cap (its own main sets RLIMIT_AS);
+  # the timeout catches a reader that waits on the FIFO.
+  add_executable(test_code_object_files ${CMAKE_CURRENT_LIST_DIR}/test_code_object_files.cpp)
+  target_include_directories(test_code_object_files SYSTEM PRIVATE ${JAX_AITER_MSGPACK_INCLUDE_DIR})
+  target_link_libraries(test_code_object_files PRIVATE jax_aiter::jax_aiter GTest::gtest)
+  add_test(NAME test_code_object_files COMMAND test_code_object_files)
+  set_tests_properties(test_code_object_files PROPERTIES TIMEOUT 60)
 endif()
 
 # test_kernel_loads: every sm_90 kernel waits for the previous grid before touching memory, and

@@ -364,8 +364,7 @@ TEST(FlatmmErrors, LayoutFlagAttributesAndTiers) {
                     {"reads f8_e4m3fnuz, as an MI300 does"}));
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx950")), {"gfx942 only"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").for_arch("gfx942")),
-                    {"asm: the forced kernel is not AITER's FlatMM kernel",
-                     "portable: the call forces an AITER kernel"}));
+                    {"attribute kernel: expected \"\"", "flatmm kernels", "got 'nope'"}));
   FlatCall odd_n(8, 272, 256, true, 1);
   EXPECT_TRUE(Fails(odd_n.call(Options().with_tier("asm").for_arch("gfx942")),
                     {"N = 272 is not a multiple of 256"}));

@@ -368,6 +368,18 @@ TEST(GemmErrors, EveryOperandIsNamed) {
     EXPECT_TRUE(Fails(c.call(), {"operand a:", "non-empty", "M=0"}));
   }
   {
+    // Emptiness is checked last (ops/tensor.hpp's kEmptyProblem): an empty call with a bad
+    // operand or attribute is that operand's error, so Python can validate before short-cutting.
+    GemmCall c(0, 64, 64, DType::kBF16, DType::kBF16, false, 1);
+    c.b = Array(DType::kBF16, {64, 32});
+    EXPECT_TRUE(Fails(c.call(), {"operand b:", "expected bf16[N,64]", "got bf16[64,32]"}));
+    GemmCall k0(8, 64, 0, DType::kBF16, DType::kBF16, false, 1);
+    EXPECT_TRUE(Fails(k0.call(Options().with_split(17)), {"attribute splitk"}));
+    k0.a = Array(DType::kI32, {8, 0});
+    k0.b = Array(DType::kI32, {64, 0});
+    EXPECT_TRUE(Fails(k0.call(), {"operand a:", "expected dtype bf16 or f16, got i32"}));
+  }
+  {
     GemmCall c(8, 64, 64, DType::kBF16, DType::kBF16, false, 1);
     c.workspace = Array(DType::kU8, {100});
     // Room for the portable tier's 16 float32 partial outputs of [8, 64].
@@ -384,6 +396,13 @@ TEST(GemmErrors, AttributesAndTiers) {
                     {"attribute asm_arch: expected gfx942 or gfx950"}));
   EXPECT_TRUE(Fails(c.call(Options().with_split(17)), {"attribute splitk"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx942")),
+                    {"attribute kernel: expected \"\"", "bf16gemm kernels", "got 'nope'"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope")),  // under tier auto too
+                    {"attribute kernel:", "got 'nope'"}));
+  EXPECT_TRUE(Fails(c.call(Options()  // gfx950's 256x256 row, forced on gfx942
+                               .with_kernel("bf16gemm_bf16_tn_256x256")
+                               .with_tier("asm")
+                               .for_arch("gfx942")),
                     {"asm: the forced kernel is not a bf16gemm row for this arch"}));
   GemmCall f16(8, 64, 64, DType::kF16, DType::kF16, false, 1);
   EXPECT_TRUE(Fails(f16.call(Options().with_tier("asm").for_arch("gfx942")), {"take bf16 inputs"}));

@@ -504,7 +504,7 @@ TEST(GemmFp4Errors, LayoutFlagAttributesAndTiers) {
   EXPECT_TRUE(Fails(c.call(Options().with_split(3)), {"attribute splitk", "2, 4, 8 or 16"}));
   EXPECT_TRUE(Fails(c.call(Options().with_split(32)), {"attribute splitk"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx950")),
-                    {"asm: the forced kernel is not an f4gemm row"}));
+                    {"attribute kernel: expected \"\"", "f4gemm kernels", "got 'nope'"}));
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx942")), {"gfx950 code"}));
   Fp4Call odd_m(40, 128, 256, 1);
   EXPECT_TRUE(Fails(odd_m.call(Options().with_tier("asm").for_arch("gfx950")),

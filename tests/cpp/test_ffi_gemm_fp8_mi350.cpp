@@ -232,7 +232,8 @@ TEST(GemmFp8Mi350Errors, EveryOperandIsNamed) {
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx942")), {"gfx950 code only"}));
   Fp8Call big(32, 128, 512, 1);
   EXPECT_TRUE(Fails(big.call(Options().with_kernel("x48").with_tier("asm").for_arch("gfx950")),
-                    {"the forced kernel is not an MI350 FP8 row"}));
+                    {"attribute kernel: expected \"\"", "mi350 kernels", "got 'x48'"}));
+  EXPECT_TRUE(Fails(big.call(Options().with_kernel("x48")), {"attribute kernel:", "got 'x48'"}));
 }
 
 }  // namespace

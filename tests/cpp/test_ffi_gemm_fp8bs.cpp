@@ -400,8 +400,9 @@ TEST(GemmFp8BsErrors, LayoutFlagAttributesAndTiers) {
       Fails(fake::call(test_gemm_fp8bs_cpu, no_layout), {"attribute b_layout: missing (string)"}));
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm")), {"no tier runs this call", "asm_arch"}));
   EXPECT_TRUE(Fails(c.call(Options().with_split(17)), {"attribute splitk"}));
-  EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx942")),
-                    {"asm: the forced kernel is not an fp8gemm_blockscale row for this arch"}));
+  EXPECT_TRUE(
+      Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx942")),
+            {"attribute kernel: expected \"\"", "fp8gemm_blockscale kernels", "got 'nope'"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("", 3).with_tier("asm").for_arch("gfx950")),
                     {"split 3 does not cut K = 128"}));
 }

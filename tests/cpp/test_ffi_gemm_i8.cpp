@@ -402,8 +402,9 @@ TEST(GemmI8Errors, EveryOperandIsNamed) {
     EXPECT_TRUE(Fails(c.call(), {"operand a:", "non-empty", "M=0"}));
   }
   {
-    I8Call c(1, 16, (int64_t{1} << 17) + 32, false, 1);
-    EXPECT_TRUE(Fails(c.call(), {"operand a:", "K <= 131072"}));
+    // K = 2^17: the -128 x -128 rows would sum to 2^31, past int32 (it wrapped to -2^31).
+    I8Call c(1, 16, int64_t{1} << 17, false, 1);
+    EXPECT_TRUE(Fails(c.call(), {"operand a:", "K=131072", "K <= 131071"}));
   }
 }
 
@@ -423,6 +424,11 @@ TEST(GemmI8Errors, LayoutFlagAttributesAndTiers) {
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm")), {"no tier runs this call", "asm_arch"}));
   EXPECT_TRUE(Fails(c.call(Options().with_split(17)), {"attribute splitk"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").with_tier("asm").for_arch("gfx942")),
+                    {"attribute kernel: expected \"\"", "i8gemm kernels", "got 'nope'"}));
+  EXPECT_TRUE(Fails(c.call(Options()
+                               .with_kernel("I8gemm_bf16_perTokenI8_BpreShuffle_112x256")
+                               .with_tier("asm")
+                               .for_arch("gfx950")),
                     {"asm: the forced kernel is not an i8gemm row for this arch"}));
   I8Call odd_k(8, 128, 96, false, 1);
   EXPECT_TRUE(Fails(odd_k.call(Options().with_tier("asm").for_arch("gfx950")),

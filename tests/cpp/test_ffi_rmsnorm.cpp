@@ -651,8 +651,19 @@ TEST(RmsNormFfiErrors, EmptyRows) {
   FwdCall c;
   c.x = Array(DType::kF32, {0, 8});
   c.y = Array(DType::kF32, {0, 8});
-  EXPECT_TRUE(Fails(call_fwd(c), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+  // An empty problem has its own code (ops/tensor.hpp's kEmptyProblem): Python answers it itself.
+  EXPECT_TRUE(Fails(call_fwd(c), XLA_FFI_Error_Code_OUT_OF_RANGE,
                     {"aiter.rms_norm: operand x:", "at least one row", "got f32[0,8]"}));
+}
+
+// Every other check comes first: an empty x with a wrong gamma is the gamma's error.
+TEST(RmsNormFfiErrors, EmptyRowsAreValidatedFirst) {
+  FwdCall c;
+  c.x = Array(DType::kF32, {0, 8});
+  c.gamma = Array(DType::kF32, {7});
+  c.y = Array(DType::kF32, {0, 8});
+  EXPECT_TRUE(Fails(call_fwd(c), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    {"aiter.rms_norm: operand gamma:", "expected f32[8]", "got f32[7]"}));
 }
 
 TEST(RmsNormFfiErrors, EmptyLastDimension) {
@@ -660,7 +671,7 @@ TEST(RmsNormFfiErrors, EmptyLastDimension) {
   c.x = Array(DType::kF32, {4, 0});
   c.gamma = Array(DType::kF32, {0});
   c.y = Array(DType::kF32, {4, 0});
-  EXPECT_TRUE(Fails(call_fwd(c), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+  EXPECT_TRUE(Fails(call_fwd(c), XLA_FFI_Error_Code_OUT_OF_RANGE,
                     {"aiter.rms_norm: operand x:", "got f32[4,0]"}));
 }
 

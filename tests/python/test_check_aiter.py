@@ -55,6 +55,7 @@ def _move_argument(path, name: bytes, old: int, new: int):
 @pytest.mark.skipif(not all(TWINS.values()), reason="the build did not compile the gfx twins "
                                                     "(no clang-22)")
 def test_check_aiter_on_a_twin_layout_and_a_moved_argument(tmp_path):
+    (tmp_path / "hsa").mkdir()
     wanted = jax_aiter.check_aiter(str(tmp_path))["checked"]  # every code object, all missing
     n = len(wanted)
     assert n >= 19 + 217  # BF16 GEMM's rows and the v3 attention kernels at least

@@ -239,7 +239,7 @@ def test_errors():
                                          dispatch=ASM_942))
     with pytest.raises(Exception, match="gfx942 only"):
         jax.block_until_ready(flatmm_fp8(x, sw, xs, ws, dispatch=Dispatch("asm", "gfx950")))
-    with pytest.raises(Exception, match="not AITER's FlatMM kernel"):
+    with pytest.raises(Exception, match=r"attribute kernel: .*flatmm kernels.*got 'nope'"):
         jax.block_until_ready(flatmm_fp8(x, sw, xs, ws, kernel="nope", dispatch=ASM_942))
 
 

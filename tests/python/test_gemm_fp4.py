@@ -349,7 +349,7 @@ def test_errors():
         jax.block_until_ready(gemm_fp4(a3, jnp.asarray(w3), sa3, sb3))
     a4, w4, sa4, sb4 = _inputs(rng, 8, 128, 256)
     sw4 = shuffle_fp4_weight(w4)
-    with pytest.raises(Exception, match="forced kernel is not an f4gemm row"):
+    with pytest.raises(Exception, match=r"attribute kernel: .*f4gemm kernels.*got 'nope'"):
         jax.block_until_ready(gemm_fp4(a4, sw4, sa4, sb4, kernel="nope", dispatch=ASM_950))
     with pytest.raises(Exception, match="the forced kernel reads a plain B, b is shuffled"):
         jax.block_until_ready(gemm_fp4(a4, sw4, sa4, sb4, dispatch=ASM_950,

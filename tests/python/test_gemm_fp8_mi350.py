@@ -246,7 +246,7 @@ def test_errors():
         jax.block_until_ready(gemm_fp8_mi350(xq, bad, xs, ws))
     with pytest.raises(Exception, match=r"operand x_scale: expected f32\[4,32\]"):
         jax.block_until_ready(gemm_fp8_mi350(xq, sw, jnp.asarray(xs, jnp.bfloat16), ws))
-    with pytest.raises(Exception, match="forced kernel is not an MI350 FP8 row"):
+    with pytest.raises(Exception, match=r"attribute kernel: .*mi350 kernels.*got 'nope'"):
         jax.block_until_ready(gemm_fp8_mi350(xq, sw, xs, ws, kernel="nope", dispatch=ASM))
     with pytest.raises(ValueError, match="must be multiples of 128"):
         x2, w2, _, _ = _inputs(rng, 8, 256, 512)

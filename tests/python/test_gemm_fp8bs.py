@@ -249,7 +249,7 @@ def test_errors():
         jax.block_until_ready(gemm_fp8_blockscale(a, bad, sa, sb))
     with pytest.raises(Exception, match=r"operand b_scale: expected f32\[1,2\]"):
         jax.block_until_ready(gemm_fp8_blockscale(a, sw, sa, jnp.asarray(sb, jnp.bfloat16)))
-    with pytest.raises(Exception, match="forced kernel is not an fp8gemm_blockscale row"):
+    with pytest.raises(Exception, match=r"attribute kernel: .*fp8gemm_blockscale kernels.*'nope'"):
         jax.block_until_ready(gemm_fp8_blockscale(a, sw, sa, sb, kernel="nope",
                                                   dispatch=ASM_950))
     if not ON_CPU:  # NVIDIA's tensor cores read e4m3fn only

@@ -251,8 +251,11 @@ def test_errors():
     a2, w2, sa2, sb2, _ = _inputs(rng, 8, 120, 64, False)
     with pytest.raises(Exception, match="N=120 is not a multiple of 16"):
         jax.block_until_ready(gemm_i8(a2, ShuffledWeight(jnp.asarray(w2), I8_LAYOUT), sa2, sb2))
-    with pytest.raises(Exception, match="forced kernel is not an i8gemm row"):
+    with pytest.raises(Exception, match=r"attribute kernel: .*i8gemm kernels.*got 'nope'"):
         jax.block_until_ready(gemm_i8(a, sw, sa, sb, kernel="nope", dispatch=ASM_942))
+    with pytest.raises(Exception, match="forced kernel is not an i8gemm row for this arch"):
+        jax.block_until_ready(gemm_i8(a, sw, sa, sb, kernel=row_name(112, 256),
+                                      dispatch=ASM_950))
     a3, w3, sa3, sb3, _ = _inputs(rng, 8, 128, 96, False)
     with pytest.raises(Exception, match="K = 96 is not a multiple of 128"):
         jax.block_until_ready(gemm_i8(a3, shuffle_weight(w3), sa3, sb3, dispatch=ASM_942))

@@ -121,8 +121,8 @@ struct Handler {
 
   // The registry entry: the handler plus what the tools ask of the op.
   static HandlerEntry entry() {
-    return {Op::kName,      Backend::kKind,          bundle(),      kTraits,
-            &spec_json<Op>, &workspace_bytes_of<Op>, &plan_json<Op>};
+    return {Op::kName,      Backend::kKind,          bundle(),       kTraits,
+            &spec_json<Op>, &workspace_bytes_of<Op>, &plan_json<Op>, &validate_call<Op>};
   }
 
  private:

@@ -32,8 +32,15 @@
 
 namespace jax_aiter::ffi {
 
-// The device a plan is made for, as jax-aiter-plan's --arch and --cus give it.
-inline Expected<Target> plan_target(std::string_view arch, int compute_units) {
+// The device a plan is made for, as jax-aiter-plan's --arch and --cus give it (0 to 4096 CUs,
+// as the asm_cus attribute; 0: the arch's usual part).
+inline Expected<Target> plan_target(std::string_view arch, int64_t compute_units) {
+  if (compute_units < 0 || compute_units > 4096) {
+    return InvalidArgument(
+        StrCat("jax_aiter: plan: compute units: expected 0 (the arch's usual "
+               "part) to 4096, got ",
+               compute_units));
+  }
   Target t;
   if (arch == "gfx942" || arch == "gfx950") {
     t.backend = BackendKind::kHip;
@@ -50,7 +57,7 @@ inline Expected<Target> plan_target(std::string_view arch, int compute_units) {
     return InvalidArgument(
         StrCat("jax_aiter: unknown arch '", arch, "' (gfx942, gfx950, sm_90 or host)"));
   }
-  t.compute_units = compute_units > 0       ? compute_units
+  t.compute_units = compute_units > 0       ? static_cast<int>(compute_units)
                     : t.arch == Arch::kSm90 ? 132
                                             : ops::default_compute_units(t.arch);
   return t;
@@ -189,13 +196,26 @@ class JsonCall {
     }
     t.dtype = *dt;
     t.rank = static_cast<int>(shape->items.size());
+    // Every dimension and the operand's byte size must fit int64 exactly (below 2^53, where the
+    // JSON number is still exact): sizes past that would wrap in every product taken later.
+    constexpr double kMaxDim = 9007199254740992.0;  // 2^53
+    double bytes = static_cast<double>(size_bytes(t.dtype));
     for (int i = 0; i < t.rank; ++i) {
       const Json& dim = shape->items[i];
       if (dim.type != Json::Type::kNumber || !dim.integral || dim.number < 0) {
         return InvalidArgument(StrCat(Op::kName, ": call description: operand ", o.name,
                                       ": dimensions are integers >= 0"));
       }
+      if (dim.number >= kMaxDim) {
+        return InvalidArgument(StrCat(Op::kName, ": call description: operand ", o.name,
+                                      ": dimension ", i, " is too large (at most 2^53 - 1)"));
+      }
       t.dims[i] = static_cast<int64_t>(dim.number);
+      bytes *= dim.number;
+    }
+    if (bytes >= kMaxDim) {
+      return InvalidArgument(StrCat(Op::kName, ": call description: operand ", o.name, " (",
+                                    ops::describe(t), ") is too large: its size overflows"));
     }
     return t;
   }
@@ -252,6 +272,21 @@ Expected<int64_t> workspace_bytes_of(std::string_view call_json) {
   } else {
     return int64_t{0};
   }
+}
+
+// Whether a call is valid (as Op::validate and the dispatch attributes judge it) and has work to
+// do: true, or false for a valid empty problem (ops/tensor.hpp's kEmptyProblem), which a caller
+// answers itself. Any other failure is the error.
+template <typename Op>
+Expected<bool> validate_call(std::string_view call_json) {
+  auto call = describe_detail::JsonCall<Op>::parse(call_json);
+  if (!call) return call.status();
+  auto p = Spec<Op>::decode(*call);
+  if (!p) return p.status();
+  const Status st = Op::validate(*p);
+  if (!st.ok() && st.code() != ops::kEmptyProblem) return st;
+  JAX_AITER_RETURN_IF_ERROR(ops::validate_dispatch<Op>(p->dispatch));
+  return st.ok();
 }
 
 namespace describe_detail {

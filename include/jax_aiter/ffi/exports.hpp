@@ -5,8 +5,11 @@
 //   void*       jax_aiter_handler_stage(int i, int s)   its XLA_FFI_Handler* for stage s (2 or 3)
 //   char*       jax_aiter_spec(const char* target)      its operand and attribute lists (JSON)
 //   int64_t     jax_aiter_workspace_bytes(const char* target, const char* call, char** error)
-//   char*       jax_aiter_plan(const char* target, const char* call, const char* arch, int cus,
-//                              char** error)           every tier's verdict and the plan (JSON)
+//   int         jax_aiter_validate(const char* target, const char* call, char** error)
+//                                                       1: valid; 0: valid but empty (the caller
+//                                                       answers it); -1: invalid (*error says why)
+//   char*       jax_aiter_plan(const char* target, const char* call, const char* arch,
+//                              int64_t cus, char** error) every tier's verdict and the plan (JSON)
 //   char*       jax_aiter_check_aiter(const char* root) the AITER checkout check (JSON)
 //   int         jax_aiter_set_aiter_root(const char* root, char** error)
 //   void        jax_aiter_free(char*)                   frees what the others return
@@ -44,9 +47,14 @@ inline std::string check_aiter_json(std::string_view root) {
                 ", \"error\": \"this jax_aiter library was built without msgpack-cxx, which the "
                 "AITER check needs to read code-object metadata\"}");
 #else
+  const auto checked = runtime::check_aiter(root);
+  if (!checked.ok()) {
+    return StrCat("{\"root\": ", json_quote(root),
+                  ", \"error\": ", json_quote(checked.status().message()), "}");
+  }
   size_t ok = 0, missing = 0, mismatch = 0;
   std::string rows;
-  for (const runtime::AiterCheck& c : runtime::check_aiter(root)) {
+  for (const runtime::AiterCheck& c : *checked) {
     ok += c.result == runtime::AiterCheck::Result::kOk;
     missing += c.result == runtime::AiterCheck::Result::kMissing;
     mismatch += c.result == runtime::AiterCheck::Result::kMismatch;
@@ -92,8 +100,16 @@ inline std::string check_aiter_json(std::string_view root) {
     if (!bytes.ok()) return ::jax_aiter::ffi::set_error(error, bytes.status()), -1;               \
     return *bytes;                                                                                \
   }                                                                                               \
+  extern "C" JAX_AITER_EXPORT int jax_aiter_validate(const char* target, const char* call,        \
+                                                     char** error) {                              \
+    auto e = ::jax_aiter::ffi::HandlerRegistry::find(target ? target : "");                       \
+    if (!e.ok()) return ::jax_aiter::ffi::set_error(error, e.status()), -1;                       \
+    auto valid = e->validate(call ? call : "");                                                   \
+    if (!valid.ok()) return ::jax_aiter::ffi::set_error(error, valid.status()), -1;               \
+    return *valid ? 1 : 0;                                                                        \
+  }                                                                                               \
   extern "C" JAX_AITER_EXPORT char* jax_aiter_plan(const char* target, const char* call,          \
-                                                   const char* arch, int cus, char** error) {     \
+                                                   const char* arch, int64_t cus, char** error) { \
     auto e = ::jax_aiter::ffi::HandlerRegistry::find(target ? target : "");                       \
     if (!e.ok()) return ::jax_aiter::ffi::set_error(error, e.status()), nullptr;                  \
     auto t = ::jax_aiter::ffi::plan_target(arch ? arch : "", cus);                                \

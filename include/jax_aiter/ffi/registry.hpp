@@ -29,6 +29,7 @@ struct HandlerEntry {
   std::string (*spec)();                                                  // ffi/describe.hpp
   Expected<int64_t> (*workspace_bytes)(std::string_view call);            // ffi/describe.hpp
   Expected<std::string> (*plan)(std::string_view call, const Target& t);  // ffi/describe.hpp
+  Expected<bool> (*validate)(std::string_view call);                      // ffi/describe.hpp
 };
 
 class HandlerRegistry {

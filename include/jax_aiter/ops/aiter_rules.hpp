@@ -10,6 +10,7 @@
 
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/core/status.hpp"
 #include "jax_aiter/core/verdict.hpp"
 
 namespace jax_aiter::ops::aiter_rules {
@@ -87,6 +88,23 @@ constexpr auto best_row_and_split(const Rows& rows, int64_t m, int64_t n, int64_
 template <typename Row>
 constexpr bool names(const Row& r, std::string_view kernel) {
   return r.kernel.symbol == kernel || r.short_name() == kernel;
+}
+
+// The `kernel` attribute, checked before any tier runs (so that a misspelt name never lets the
+// portable tier answer instead): "" or a row of the family's table, on any arch, by symbol or
+// short name. Whether the row runs on the call's arch is the ASM tier's verdict.
+template <typename Rows>
+Status check_kernel_name(std::string_view op, std::string_view family, const Rows& rows,
+                         std::string_view kernel) {
+  if (kernel.empty()) return {};
+  for (const auto& r : rows) {
+    if (names(r, kernel)) return {};
+  }
+  return InvalidArgument(StrCat(op,
+                                ": attribute kernel: expected \"\" (the heuristic's choice) or "
+                                "one of AITER's ",
+                                family, " kernels by symbol or short name (e.g. ",
+                                std::begin(rows)->short_name(), "), got '", kernel, "'"));
 }
 
 }  // namespace jax_aiter::ops::aiter_rules

@@ -60,18 +60,21 @@ struct AttnDropoutMask {
     if (k.dtype != DType::kU8 || k.rank != 4) {
       return operand_error(op, "keep", StrCat("expected u8[b, hq, sq, sk], got ", describe(k)));
     }
-    if (k.elements() == 0 || k.dims[2] > 65535 || k.dims[0] * k.dims[1] > 65535 ||
+    if (k.dims[2] > 65535 || k.dims[0] * k.dims[1] > 65535 ||
         k.dims[3] > std::numeric_limits<int32_t>::max()) {
       return operand_error(op, "keep",
                            StrCat("expected 1 <= sq <= 65535, 1 <= b * hq <= 65535 and sk >= 1, "
                                   "got ",
                                   describe(k)));
     }
-    if (k.data == nullptr) return operand_error(op, "keep", "null data pointer");
     if (!(p.dropout_p >= 0.f && p.dropout_p < 1.f)) {
       return InvalidArgument(
           StrCat(op, ": attribute dropout_p: expected 0 <= p < 1, got ", p.dropout_p));
     }
+    if (k.elements() == 0) {  // last: everything else about an empty call is checked
+      return empty_problem(op, "keep", StrCat("expected a non-empty mask, got ", describe(k)));
+    }
+    if (k.data == nullptr) return operand_error(op, "keep", "null data pointer");
     return {};
   }
 };

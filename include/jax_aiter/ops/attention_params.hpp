@@ -231,7 +231,8 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
     return operand_error(op, "k",
                          StrCat("expected head dim ", p.head_dim, " (from q), got ", describe(k)));
   }
-  if (p.heads_q < 1 || p.heads_k < 1 || p.heads_q % p.heads_k != 0) {
+  // hq = 0 is an empty problem (refused last, see refuse_empty); hk must still divide it.
+  if (p.heads_k < 1 ? p.heads_q != 0 : p.heads_q % p.heads_k != 0) {
     return operand_error(
         op, "k",
         StrCat("expected a number of heads that divides q's (", p.heads_q, "), got ", p.heads_k));
@@ -269,7 +270,8 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
                                     ": expected the longest sequence (>= 1) in varlen mode, got ",
                                     o.max_seqlen_q < 1 ? o.max_seqlen_q : o.max_seqlen_k));
     }
-    if (o.max_seqlen_q > p.total_q || o.max_seqlen_k > p.total_k) {
+    if ((o.max_seqlen_q > p.total_q && p.total_q > 0) ||
+        (o.max_seqlen_k > p.total_k && p.total_k > 0)) {
       return InvalidArgument(StrCat(
           op, ": attribute ", o.max_seqlen_q > p.total_q ? "max_seqlen_q" : "max_seqlen_k",
           ": expected at most the total rows (", o.max_seqlen_q > p.total_q ? p.total_q : p.total_k,
@@ -277,12 +279,6 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
     }
     p.seqlen_q = o.max_seqlen_q;
     p.seqlen_k = o.max_seqlen_k;
-  }
-  if (p.total_q == 0 || p.total_k == 0 || p.batch == 0 || p.seqlen_q == 0 || p.seqlen_k == 0) {
-    // The Python API answers empty problems itself (empty results, or zeros and lse +inf).
-    return operand_error(op, p.total_q == 0 || p.seqlen_q == 0 ? "q" : "k",
-                         StrCat("expected a non-empty problem, got b=", p.batch, " sq=", p.seqlen_q,
-                                " sk=", p.seqlen_k));
   }
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   if (p.total_q > kMax || p.total_k > kMax || p.batch > 65535 || p.heads_q > 65535) {
@@ -302,7 +298,9 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
                                   dims_string({full[0], full[1], full[2], full[3]}),
                                   " or broadcastable, got ", describe(t)));
     }
-    if (t.data == nullptr) return operand_error(op, "bias", "null data pointer");
+    if (t.data == nullptr && t.elements() > 0) {
+      return operand_error(op, "bias", "null data pointer");
+    }
     p.has_bias = true;
   }
   if (alibi) {
@@ -314,7 +312,9 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
                            StrCat("expected f32[", p.heads_q, "] or f32",
                                   dims_string({p.batch, p.heads_q}), ", got ", describe(t)));
     }
-    if (t.data == nullptr) return operand_error(op, "alibi_slopes", "null data pointer");
+    if (t.data == nullptr && t.elements() > 0) {
+      return operand_error(op, "alibi_slopes", "null data pointer");
+    }
     p.has_alibi = true;
   }
   if (!(o.dropout_p >= 0.f && o.dropout_p < 1.f)) {
@@ -348,6 +348,19 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
   p.bf16_cvt = static_cast<int>(o.bf16_cvt);
   normalise_window(p, o);
   return p;
+}
+
+// Last in validate(), once every operand and attribute is checked: a problem with no query row,
+// key row, sequence or head is an empty problem (ops/tensor.hpp). The Python API answers those
+// itself (empty results, or zeros and lse +inf).
+inline Status refuse_empty(std::string_view op, const AttnProblem& p) {
+  if (p.total_q == 0 || p.total_k == 0 || p.batch == 0 || p.seqlen_q == 0 || p.seqlen_k == 0 ||
+      p.heads_q == 0) {
+    return empty_problem(op, p.total_q == 0 || p.seqlen_q == 0 || p.heads_q == 0 ? "q" : "k",
+                         StrCat("expected a non-empty problem, got b=", p.batch, " sq=", p.seqlen_q,
+                                " sk=", p.seqlen_k, " hq=", p.heads_q));
+  }
+  return {};
 }
 
 // The lse shape of a problem: [b, hq, sq], or [hq, total_q] in varlen mode.
@@ -384,8 +397,9 @@ inline Expected<AttnProblem> attn_problem(const FlashAttnFwdParams& p) {
                          StrCat("expected ", describe(want), " (q's shape with v's head dim), got ",
                                 describe(p.out)));
   }
-  if (p.out.data == nullptr) return operand_error(op, "out", "null data pointer");
   JAX_AITER_RETURN_IF_ERROR(D::expect_lse(op, p.lse, *prob));
+  JAX_AITER_RETURN_IF_ERROR(D::refuse_empty(op, *prob));
+  if (p.out.data == nullptr) return operand_error(op, "out", "null data pointer");
   return prob;
 }
 
@@ -417,6 +431,7 @@ inline Expected<AttnProblem> attn_problem(const FlashAttnBwdParams& p) {
     return operand_error(op, "dbias",
                          StrCat("expected an empty f32[0] with no bias, got ", describe(p.dbias)));
   }
+  JAX_AITER_RETURN_IF_ERROR(D::refuse_empty(op, *prob));
   prob->deterministic = p.deterministic;
   prob->atomic32 = p.atomic32;
   return prob;

@@ -19,7 +19,11 @@ struct FlatmmFp8 {
   using Params = FlatmmFp8Params;
   using Tiers = std::tuple<FlatmmFp8AsmTier, FlatmmFp8PortableTier>;
 
-  static Status validate(const Params& p) { return flatmm_fp8_detail::check(p); }
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(
+        aiter_rules::check_kernel_name(kName, "flatmm", kernels::kAiterFlatmmRows, p.kernel));
+    return flatmm_fp8_detail::check(p);
+  }
 };
 
 }  // namespace jax_aiter::ops

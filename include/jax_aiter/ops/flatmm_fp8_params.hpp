@@ -63,10 +63,6 @@ inline Status check(const FlatmmFp8Params& p) {
                                 "] (dtype and K from x, FlatMM layout), got ", describe(p.w)));
   }
   const int64_t n = p.n();
-  if (m == 0 || n == 0 || k == 0) {
-    return operand_error(op, m == 0 || k == 0 ? "x" : "w",
-                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
-  }
   if (p.w_layout != L::kLayoutName) {
     return operand_error(op, "w",
                          StrCat("expected a weight in the FlatMM layout (w_layout \"flatmm\": "
@@ -100,6 +96,10 @@ inline Status check(const FlatmmFp8Params& p) {
   }
   if (p.out.dtype != DType::kF16 || p.out.rank != 2 || p.out.dims[0] != m || p.out.dims[1] != n) {
     return operand_error(op, "out", StrCat("expected f16[", m, ",", n, "], got ", describe(p.out)));
+  }
+  if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
+    return empty_problem(op, m == 0 || k == 0 ? "x" : "w",
+                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
   }
   for (auto [t, nm] : {std::pair{&p.x, "x"}, std::pair{&p.w, "w"}, std::pair{&p.x_scale, "x_scale"},
                        std::pair{&p.w_scale, "w_scale"}, std::pair{&p.out, "out"}}) {

@@ -19,7 +19,11 @@ struct Gemm {
   using Params = GemmParams;
   using Tiers = std::tuple<GemmAsmTier, GemmPortableTier>;
 
-  static Status validate(const Params& p) { return gemm_detail::check(p); }
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(
+        aiter_rules::check_kernel_name(kName, "bf16gemm", kernels::kAiterBf16GemmRows, p.kernel));
+    return gemm_detail::check(p);
+  }
 
   // Sized before any device is known (Python, at trace time): room for either tier's layout on
   // any device, the ASM tier's split-K semaphore or the portable tier's largest split partials.

@@ -18,7 +18,11 @@ struct GemmFp4 {
   using Params = GemmFp4Params;
   using Tiers = std::tuple<GemmFp4AsmTier, GemmFp4PortableTier>;
 
-  static Status validate(const Params& p) { return gemm_fp4_detail::check(p); }
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(
+        aiter_rules::check_kernel_name(kName, "f4gemm", kernels::kAiterF4GemmRows, p.kernel));
+    return gemm_fp4_detail::check(p);
+  }
   // No workspace: no tier needs scratch (no bias stand-in: C is null with beta = 0).
 };
 

@@ -68,10 +68,6 @@ inline Status check(const GemmFp4Params& p) {
         op, "b", StrCat("expected u8[N,", kb, "] (fp4x2, K/2 from a), got ", describe(p.b)));
   }
   const int64_t n = p.n();
-  if (m == 0 || n == 0 || k == 0) {
-    return operand_error(op, m == 0 || k == 0 ? "a" : "b",
-                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
-  }
   if (p.b_layout != L::kShuffleName && p.b_layout != L::kPlainName) {
     return operand_error(
         op, "b",
@@ -110,15 +106,19 @@ inline Status check(const GemmFp4Params& p) {
     return operand_error(op, "out",
                          StrCat("expected bf16[", m, ",", n, "], got ", describe(p.out)));
   }
-  for (auto [t, name] :
-       {std::pair{&p.a, "a"}, std::pair{&p.b, "b"}, std::pair{&p.a_scale, "a_scale"},
-        std::pair{&p.b_scale, "b_scale"}, std::pair{&p.out, "out"}}) {
-    if (t->data == nullptr) return operand_error(op, name, "null data pointer");
-  }
   const int64_t s = p.splitk;
   if (s < -1 || s > kGemmFp4MaxSplit || (s > 1 && (s & (s - 1)) != 0)) {
     return InvalidArgument(StrCat(
         op, ": attribute splitk: expected -1 (heuristic), 0 or 1 (none), 2, 4, 8 or 16, got ", s));
+  }
+  if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
+    return empty_problem(op, m == 0 || k == 0 ? "a" : "b",
+                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
+  }
+  for (auto [t, name] :
+       {std::pair{&p.a, "a"}, std::pair{&p.b, "b"}, std::pair{&p.a_scale, "a_scale"},
+        std::pair{&p.b_scale, "b_scale"}, std::pair{&p.out, "out"}}) {
+    if (t->data == nullptr) return operand_error(op, name, "null data pointer");
   }
   return {};
 }

@@ -18,7 +18,11 @@ struct GemmFp8Mi350 {
   using Params = GemmFp8Mi350Params;
   using Tiers = std::tuple<GemmFp8Mi350AsmTier, GemmFp8Mi350PortableTier>;
 
-  static Status validate(const Params& p) { return gemm_fp8_mi350_detail::check(p); }
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(
+        aiter_rules::check_kernel_name(kName, "mi350", kernels::kAiterMi350Rows, p.kernel));
+    return gemm_fp8_mi350_detail::check(p);
+  }
 };
 
 }  // namespace jax_aiter::ops

@@ -59,10 +59,6 @@ inline Status check(const GemmFp8Mi350Params& p) {
                                 "] (dtype and K from xq, shuffled), got ", describe(p.wq)));
   }
   const int64_t n = p.n();
-  if (m == 0 || n == 0 || k == 0) {
-    return operand_error(op, m == 0 || k == 0 ? "xq" : "wq",
-                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
-  }
   if (p.b_layout != L::kShuffleName) {
     return operand_error(
         op, "wq",
@@ -100,6 +96,10 @@ inline Status check(const GemmFp8Mi350Params& p) {
   if (p.out.dtype != DType::kBF16 || p.out.rank != 2 || p.out.dims[0] != m || p.out.dims[1] != n) {
     return operand_error(op, "out",
                          StrCat("expected bf16[", m, ",", n, "], got ", describe(p.out)));
+  }
+  if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
+    return empty_problem(op, m == 0 || k == 0 ? "xq" : "wq",
+                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
   }
   for (auto [t, what] :
        {std::pair{&p.xq, "xq"}, std::pair{&p.wq, "wq"}, std::pair{&p.x_scale, "x_scale"},

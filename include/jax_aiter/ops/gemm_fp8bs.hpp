@@ -19,7 +19,11 @@ struct GemmFp8Bs {
   using Params = GemmFp8BsParams;
   using Tiers = std::tuple<GemmFp8BsAsmTier, GemmFp8BsPortableTier>;
 
-  static Status validate(const Params& p) { return gemm_fp8bs_detail::check(p); }
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(aiter_rules::check_kernel_name(kName, "fp8gemm_blockscale",
+                                                             kernels::kAiterFp8BsRows, p.kernel));
+    return gemm_fp8bs_detail::check(p);
+  }
 
   // Sized before any device is known: the ASM tier's zeroed stand-in bias (f32 [N]); the
   // portable tier needs none.

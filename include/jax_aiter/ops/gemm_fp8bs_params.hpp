@@ -64,10 +64,6 @@ inline Status check(const GemmFp8BsParams& p) {
                                 "] (dtype and K from a, shuffled), got ", describe(p.b)));
   }
   const int64_t n = p.n();
-  if (m == 0 || n == 0 || k == 0) {
-    return operand_error(op, m == 0 || k == 0 ? "a" : "b",
-                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
-  }
   if (p.b_layout != L::kShuffleName) {
     return operand_error(
         op, "b",
@@ -106,14 +102,18 @@ inline Status check(const GemmFp8BsParams& p) {
     return operand_error(op, "out",
                          StrCat("expected bf16[", m, ",", n, "], got ", describe(p.out)));
   }
+  if (p.splitk < -1 || p.splitk > kGemmFp8BsMaxSplit) {
+    return InvalidArgument(
+        StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
+  }
+  if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
+    return empty_problem(op, m == 0 || k == 0 ? "a" : "b",
+                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
+  }
   for (auto [t, name] :
        {std::pair{&p.a, "a"}, std::pair{&p.b, "b"}, std::pair{&p.a_scale, "a_scale"},
         std::pair{&p.b_scale, "b_scale"}, std::pair{&p.out, "out"}}) {
     if (t->data == nullptr) return operand_error(op, name, "null data pointer");
-  }
-  if (p.splitk < -1 || p.splitk > kGemmFp8BsMaxSplit) {
-    return InvalidArgument(
-        StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
   }
   return {};
 }

@@ -19,7 +19,11 @@ struct GemmI8 {
   using Params = GemmI8Params;
   using Tiers = std::tuple<GemmI8AsmTier, GemmI8PortableTier>;
 
-  static Status validate(const Params& p) { return gemm_i8_detail::check(p); }
+  static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(
+        aiter_rules::check_kernel_name(kName, "i8gemm", kernels::kAiterI8GemmRows, p.kernel));
+    return gemm_i8_detail::check(p);
+  }
 
   // Sized before any device is known: the ASM tier's zeroed stand-in bias (f32 [N]) or the
   // portable tier's int32 split accumulator, whichever is larger.

@@ -1,7 +1,7 @@
 // INT8 GEMM's parameters and the checks every tier relies on (AITER's gemm_a8w8_asm contract):
 //   out[M,N] bf16 = (a[M,K] i8 . b[N,K]^T i8) * a_scale[m] * b_scale[n] (+ bias[n])
 // with b pre-shuffled in the (16, 16) layout (kernels/shared/aiter_i8gemm.h), a_scale f32 [M,1],
-// b_scale f32 [1,N], bias f32 [1,N]. The products are summed exactly in int32 (so K <= 2^17),
+// b_scale f32 [1,N], bias f32 [1,N]. The products are summed exactly in int32 (so K < 2^17),
 // then scaled in f32 and rounded to bf16 once. Pure C++ (no HIP, no XLA).
 #pragma once
 
@@ -44,8 +44,12 @@ struct GemmI8Params {
   int64_t n() const { return b.rank == 2 ? b.dims[0] : 0; }
 };
 
-// Exact int32 accumulation: K * 128 * 128 <= 2^31.
-inline constexpr int64_t kGemmI8MaxK = int64_t{1} << 17;
+// Exact int32 accumulation: |a . b| <= K * 128 * 128 must stay below 2^31 (at K = 2^17 the
+// extreme -128 x -128 rows sum to 2^31, which int32 wraps to -2^31), so K <= 131071: 131040 with
+// K % 32 == 0, 130944 with the ASM tier's K % 128 == 0.
+inline constexpr int64_t kGemmI8MaxK = (int64_t{1} << 31) / (128 * 128) - 1;
+static_assert(kGemmI8MaxK * 128 * 128 < (int64_t{1} << 31) &&
+              (kGemmI8MaxK + 1) * 128 * 128 >= (int64_t{1} << 31));
 inline constexpr int64_t kGemmI8MaxSplit = kernels::aiter_i8gemm::kMaxSplit;
 
 namespace gemm_i8_detail {
@@ -62,10 +66,6 @@ inline Status check(const GemmI8Params& p) {
         op, "b", StrCat("expected i8[N,", k, "] (K from a, shuffled), got ", describe(p.b)));
   }
   const int64_t n = p.n();
-  if (m == 0 || n == 0 || k == 0) {
-    return operand_error(op, m == 0 || k == 0 ? "a" : "b",
-                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
-  }
   if (p.b_layout != L::kShuffleName) {
     return operand_error(
         op, "b",
@@ -85,7 +85,7 @@ inline Status check(const GemmI8Params& p) {
       n > std::numeric_limits<int32_t>::max() / 2) {
     return operand_error(op, "a",
                          StrCat("too large: M=", m, " N=", n, " K=", k,
-                                " (K <= 131072 keeps the int32 sums exact; M, N < 2^30)"));
+                                " (K <= 131071 keeps the int32 sums exact; M, N < 2^30)"));
   }
   if (p.a_scale.dtype != DType::kF32 || p.a_scale.rank != 2 || p.a_scale.dims[0] != m ||
       p.a_scale.dims[1] != 1) {
@@ -103,21 +103,25 @@ inline Status check(const GemmI8Params& p) {
       return operand_error(op, "bias",
                            StrCat("expected f32[1,", n, "] (N from b), got ", describe(bias)));
     }
-    if (bias.data == nullptr) return operand_error(op, "bias", "null data pointer");
   }
   if (p.out.dtype != DType::kBF16 || p.out.rank != 2 || p.out.dims[0] != m || p.out.dims[1] != n) {
     return operand_error(op, "out",
                          StrCat("expected bf16[", m, ",", n, "], got ", describe(p.out)));
+  }
+  if (p.splitk < -1 || p.splitk > kGemmI8MaxSplit) {
+    return InvalidArgument(
+        StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
+  }
+  if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
+    return empty_problem(op, m == 0 || k == 0 ? "a" : "b",
+                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
   }
   for (auto [t, name] :
        {std::pair{&p.a, "a"}, std::pair{&p.b, "b"}, std::pair{&p.a_scale, "a_scale"},
         std::pair{&p.b_scale, "b_scale"}, std::pair{&p.out, "out"}}) {
     if (t->data == nullptr) return operand_error(op, name, "null data pointer");
   }
-  if (p.splitk < -1 || p.splitk > kGemmI8MaxSplit) {
-    return InvalidArgument(
-        StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
-  }
+  if (p.bias && p.bias->data == nullptr) return operand_error(op, "bias", "null data pointer");
   return {};
 }
 

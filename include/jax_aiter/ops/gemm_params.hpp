@@ -64,10 +64,6 @@ inline Status check(const GemmParams& p) {
                                 "] (K and dtype from a), got ", describe(p.b)));
   }
   const int64_t n = p.n();
-  if (m == 0 || n == 0 || k == 0) {
-    return operand_error(op, m == 0 || k == 0 ? "a" : "b",
-                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
-  }
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   if (m > kMax || n > kMax || k > kMax) {
     return operand_error(op, "a",
@@ -80,7 +76,6 @@ inline Status check(const GemmParams& p) {
                            StrCat("expected ", name(p.a.dtype), "[", n,
                                   "] (N from b, dtype from a), got ", describe(bias)));
     }
-    if (bias.data == nullptr) return operand_error(op, "bias", "null data pointer");
   }
   const DType o = p.out.dtype;
   bool out_shape = p.out.rank == p.a.rank && p.out.last() == n;
@@ -92,13 +87,18 @@ inline Status check(const GemmParams& p) {
                          StrCat("expected bf16, f16 or f32", shape_string(want),
                                 " (a's leading dims, N from b), got ", describe(p.out)));
   }
-  if (p.a.data == nullptr) return operand_error(op, "a", "null data pointer");
-  if (p.b.data == nullptr) return operand_error(op, "b", "null data pointer");
-  if (p.out.data == nullptr) return operand_error(op, "out", "null data pointer");
   if (p.splitk < -1 || p.splitk > kGemmMaxSplit) {
     return InvalidArgument(
         StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
   }
+  if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
+    return empty_problem(op, m == 0 || k == 0 ? "a" : "b",
+                         StrCat("expected a non-empty product, got M=", m, " N=", n, " K=", k));
+  }
+  if (p.a.data == nullptr) return operand_error(op, "a", "null data pointer");
+  if (p.b.data == nullptr) return operand_error(op, "b", "null data pointer");
+  if (p.out.data == nullptr) return operand_error(op, "out", "null data pointer");
+  if (p.bias && p.bias->data == nullptr) return operand_error(op, "bias", "null data pointer");
   return {};
 }
 

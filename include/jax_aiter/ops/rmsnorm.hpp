@@ -156,17 +156,26 @@ inline Status check_input(std::string_view op, std::string_view operand, const T
                          StrCat("expected dtype bf16, f16 or f32, got ", name(x.dtype)));
   }
   if (x.rank < 1) return operand_error(op, operand, "expected rank >= 1 ([..., n]), got a scalar");
+  // The kernels index rows and columns in 32 bits, and step rows by up to kRmsNormMaxSlots.
+  if (x.last() > std::numeric_limits<int32_t>::max() ||
+      (x.last() > 0 &&
+       x.elements() / x.last() > std::numeric_limits<int32_t>::max() - kRmsNormMaxSlots)) {
+    return operand_error(op, operand, StrCat("too large for 32-bit row indexing: ", describe(x)));
+  }
+  return {};
+}
+
+// Last in validate(), once every shape, dtype and attribute is checked: an empty x (no rows, or
+// rows of no element) is an empty problem (ops/tensor.hpp), then x and gamma need data.
+inline Status check_nonempty(std::string_view op, std::string_view operand, const Tensor& x,
+                             const Tensor& gamma) {
   if (x.elements() == 0) {
-    return operand_error(
+    return empty_problem(
         op, operand,
         StrCat("expected at least one row of at least one element, got ", describe(x)));
   }
-  // The kernels index rows and columns in 32 bits, and step rows by up to kRmsNormMaxSlots.
-  if (x.last() > std::numeric_limits<int32_t>::max() ||
-      x.elements() / x.last() > std::numeric_limits<int32_t>::max() - kRmsNormMaxSlots) {
-    return operand_error(op, operand, StrCat("too large for 32-bit row indexing: ", describe(x)));
-  }
   if (x.data == nullptr) return operand_error(op, operand, "null data pointer");
+  if (gamma.data == nullptr) return operand_error(op, "gamma", "null data pointer");
   return {};
 }
 
@@ -177,7 +186,6 @@ inline Status check_gamma(std::string_view op, std::string_view operand, const T
                          StrCat("expected ", name(x.dtype), "[", x.last(), "] (n and dtype from ",
                                 x_name, "), got ", describe(gamma)));
   }
-  if (gamma.data == nullptr) return operand_error(op, operand, "null data pointer");
   return {};
 }
 
@@ -258,7 +266,8 @@ struct RmsNormForward {
       JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual", p.residual, p.x, "x"));
       JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "residual_out", p.residual_out, p.x, "x"));
     }
-    return expect_like(kName, "y", p.y, p.x, "x");
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "y", p.y, p.x, "x"));
+    return detail::check_nonempty(kName, "x", p.x, p.gamma);
   }
 };
 
@@ -356,7 +365,8 @@ struct RmsNormBackward {
       JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dresidual", p.dresidual, p.x, kXName));
     }
     JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dx", p.dx, p.x, kXName));
-    return expect_like(kName, "dgamma", p.dgamma, p.gamma, "gamma");
+    JAX_AITER_RETURN_IF_ERROR(expect_like(kName, "dgamma", p.dgamma, p.gamma, "gamma"));
+    return detail::check_nonempty(kName, kXName, p.x, p.gamma);
   }
 
   // The workspace output Python sizes at trace time (before any device is known).

@@ -66,6 +66,17 @@ inline Status operand_error(std::string_view op, std::string_view operand, std::
   return InvalidArgument(StrCat(op, ": operand ", operand, ": ", what));
 }
 
+// An empty problem (M, N or K of 0, no rows, no heads...) is refused by an op's validate() with
+// this code and nothing else is: validate() checks every dtype, shape and attribute first and the
+// emptiness last, so a caller that computes empty results itself (the Python ops do: an empty
+// GEMM is zeros, as jnp.dot gives) asks validate() first and short-cuts only on this code
+// (ffi/describe.hpp's validate_call). Bad input with an empty shape is still an error.
+inline constexpr ErrorCode kEmptyProblem = ErrorCode::kOutOfRange;
+
+inline Status empty_problem(std::string_view op, std::string_view operand, std::string_view what) {
+  return {kEmptyProblem, StrCat(op, ": operand ", operand, ": ", what)};
+}
+
 // Checks that `t` has exactly the dtype and shape of `like`.
 inline Status expect_like(std::string_view op, std::string_view operand, const Tensor& t,
                           const Tensor& like, std::string_view like_name) {

@@ -1,11 +1,12 @@
 // jax-aiter-check-aiter as a library function: for every AITER code object our tables name
 // (kernels/aiter/catalog.hpp), whether an AITER checkout has it and whether its kernel's declared
 // arguments (its own metadata) match the struct we would launch it with. Users run it against
-// their AITER version before building with it.
+// their AITER version before building with it. Every file is read by read_code_object_file (only
+// regular files, bounded in size); a file that cannot be read is a mismatch saying why, and
+// nothing here throws.
 #pragma once
 
-#include <fstream>
-#include <iterator>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/aiter/catalog.hpp"
 #include "jax_aiter/runtime/code_object.hpp"
+#include "jax_aiter/runtime/code_object_file.hpp"
 #include "jax_aiter/runtime/kernarg_check.hpp"
 
 namespace jax_aiter::runtime {
@@ -32,40 +34,57 @@ inline std::string_view name(AiterCheck::Result r) {
   return "?";
 }
 
-inline std::vector<AiterCheck> check_aiter(std::string_view root) {
-  std::vector<AiterCheck> out;
-  for (const kernels::AiterFamily& f : kernels::AiterCatalog::families()) {
-    for (const kernels::KernelInfo* k : f.kernels) {
-      AiterCheck c;
-      c.family = f.name;
-      c.arch = f.arch;
-      c.code_object = k->code_object;
-      c.symbol = k->symbol;
-      const std::string path = StrCat(root, "/hsa/", f.arch, "/", k->code_object);
-      std::ifstream file(path, std::ios::binary);
-      if (!file) {
-        c.result = AiterCheck::Result::kMissing;
-        c.detail = path;
-        out.push_back(std::move(c));
-        continue;
-      }
-      const std::vector<char> raw((std::istreambuf_iterator<char>(file)),
-                                  std::istreambuf_iterator<char>());
-      auto info = read_code_object(std::as_bytes(std::span<const char>(raw)));
-      Status st = info.status();
-      if (st.ok()) {
-        const KernelMetadata* md = info->find(k->symbol);
-        st = md == nullptr ? NotFound(StrCat("no kernel ", k->symbol, " in ", path))
-                           : check_kernel_arguments(*md, *k);
-      }
-      if (!st.ok()) {
-        c.result = AiterCheck::Result::kMismatch;
-        c.detail = st.message();
-      }
-      out.push_back(std::move(c));
+namespace check_aiter_detail {
+
+inline AiterCheck check_one(const std::string& root, const kernels::AiterFamily& f,
+                            const kernels::KernelInfo& k) {
+  AiterCheck c;
+  c.family = f.name;
+  c.arch = f.arch;
+  c.code_object = k.code_object;
+  c.symbol = k.symbol;
+  const std::string path = StrCat(root, "/hsa/", f.arch, "/", k.code_object);
+  auto raw = read_code_object_file(path);
+  if (!raw.ok() && raw.status().code() == ErrorCode::kNotFound) {
+    c.result = AiterCheck::Result::kMissing;
+    c.detail = path;
+    return c;
+  }
+  Status st = raw.status();
+  if (st.ok()) {
+    auto info = read_code_object(*raw);
+    st = info.status();
+    if (st.ok()) {
+      const KernelMetadata* md = info->find(k.symbol);
+      st = md == nullptr ? NotFound(StrCat("no kernel ", k.symbol, " in ", path))
+                         : check_kernel_arguments(*md, k);
     }
   }
-  return out;
+  if (!st.ok()) {
+    c.result = AiterCheck::Result::kMismatch;
+    c.detail = st.message();
+  }
+  return c;
+}
+
+}  // namespace check_aiter_detail
+
+// One row per code object our tables name. An error only when `root` is not an AITER checkout
+// (no such directory, or no hsa/ in it) or memory runs out.
+inline Expected<std::vector<AiterCheck>> check_aiter(std::string_view root) {
+  const std::string r(root);
+  JAX_AITER_RETURN_IF_ERROR(check_aiter_root(r, "check_aiter"));
+  try {
+    std::vector<AiterCheck> out;
+    for (const kernels::AiterFamily& f : kernels::AiterCatalog::families()) {
+      for (const kernels::KernelInfo* k : f.kernels) {
+        out.push_back(check_aiter_detail::check_one(r, f, *k));
+      }
+    }
+    return out;
+  } catch (const std::exception& e) {  // bad_alloc: still an error value
+    return Internal(StrCat("jax_aiter: check_aiter ", r, ": ", e.what()));
+  }
 }
 
 }  // namespace jax_aiter::runtime

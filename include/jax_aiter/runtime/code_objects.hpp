@@ -2,7 +2,9 @@
 //  1. embedded into the consumer's binary by jax_aiter_embed_kernels(): our portable kernels
 //     always, AITER's own code objects when the build was given an AITER checkout;
 //  2. AITER's hsa/ directory of a checkout the consumer names at run time
-//     (CodeObjects::set_aiter_root; read once per file and kept);
+//     (CodeObjects::set_aiter_root; read once per file and kept; only regular files of bounded
+//     size are read, see runtime/code_object_file.hpp, and a file there that cannot be read is
+//     the lookup's error, naming it, rather than a silent fall back to the twin);
 //  3. embedded ABI twins of AITER's kernels (our kernels that read AITER's argument structs),
 //     stand-ins that let an AITER plan run where AITER's code objects are absent.
 // A name is our module ("rmsnorm") or an AITER code object's path under hsa/<arch>/
@@ -10,10 +12,7 @@
 // stay valid and unchanged for the life of the process (nothing is ever removed or replaced).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "jax_aiter/core/status.hpp"
+#include "jax_aiter/runtime/code_object_file.hpp"
 
 namespace jax_aiter::runtime {
 
@@ -66,9 +66,10 @@ class CodeObjects {
 
   // The AITER checkout (its root, holding hsa/) to read AITER's code objects from when they were
   // not embedded. Set it before the first call that needs one: kernels already resolved (or
-  // already found missing) keep their answer.
+  // already found missing) keep their answer. A path that is not a directory holding hsa/ is
+  // refused (and the previous root kept).
   static Status set_aiter_root(std::string_view root) {
-    if (root.empty()) return InvalidArgument("jax_aiter: set_aiter_root: empty path");
+    JAX_AITER_RETURN_IF_ERROR(check_aiter_root(std::string(root), "set_aiter_root"));
     auto& r = instance();
     std::unique_lock lock(r.mutex_);
     r.aiter_root_ = std::string(root);
@@ -102,16 +103,15 @@ class CodeObjects {
       if (auto it = r.entries_.find(key); it != r.entries_.end()) {
         return it->second->view(it->first);  // another thread read it meanwhile
       }
-      std::ifstream file(path, std::ios::binary);
-      if (file) {
-        std::vector<std::byte> bytes;
-        std::transform(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>(),
-                       std::back_inserter(bytes), [](char c) { return std::byte(c); });
-        auto stored = std::make_unique<Stored>(Stored{std::move(bytes), path, {}});
+      auto bytes = read_code_object_file(path);
+      if (bytes.ok()) {
+        auto stored = std::make_unique<Stored>(Stored{std::move(*bytes), path, {}});
         stored->bytes = stored->owned;
         auto [it, inserted] = r.entries_.emplace(key, std::move(stored));
         return it->second->view(it->first);
       }
+      // Present but unreadable (a directory, FIFO, device, a file too large): say so.
+      if (bytes.status().code() != ErrorCode::kNotFound) return bytes.status();
       tried = StrCat(tried, ", not in ", path);
     } else {
       tried = StrCat(tried, ", no AITER root set");
