@@ -8,13 +8,15 @@
 #      with jax/jaxlib 0.9.2, and each runs rms_norm, gemm and both console scripts;
 #   2. `pip install --no-build-isolation .` (still an option: the handlers then use the headers of
 #      the jaxlib already installed) into a venv with the system's jax, and the same checks.
-# GPU libraries are left out (no GPU archs, no HIP): this checks packaging, not kernels.
+# GPU libraries are left out (no GPU archs, no HIP) and the handlers are compiled at -O0 (the
+# tests' sizes are tiny): this checks packaging, not kernels or their speed.
 # Usage: check_pip_install.sh <python> <source dir> <scratch dir>
 set -euo pipefail
 python=$1 src=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
-no_gpu=(-C cmake.define.JAX_AITER_GPU_ARCHS= -C cmake.define.JAX_AITER_HIP=OFF)
+no_gpu=(-C cmake.define.JAX_AITER_GPU_ARCHS= -C cmake.define.JAX_AITER_HIP=OFF
+        -C cmake.define.CMAKE_CXX_FLAGS_RELEASE=-O0)
 pip_q=(-q --disable-pip-version-check)
 
 smoke() {  # smoke <venv> <what>
