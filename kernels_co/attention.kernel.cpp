@@ -458,7 +458,9 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
     mma_rk<E, D, MI, NO, KN>(o, pa, sV, 0, 0, lane);
   }
 
-  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row).
+  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row). A NaN
+  // score (a NaN input, bias or ALiBi slope) makes l NaN (the running max skips NaN, exp does not):
+  // out and lse NaN.
   float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
   JA_UNROLL
   for (int i = 0; i < MI; ++i) {
@@ -466,10 +468,10 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
     JA_UNROLL
     for (int sl = 0; sl < L::kSlots; ++sl) {
       const float l = L::row_sum(l_run[i][sl]);
-      inv[sl] = l > 0.f ? 1.f / l : 0.f;
+      inv[sl] = l == 0.f ? 0.f : 1.f / l;
       const int qi = m0 + rw0 + 16 * i + L::slot_row(lane, sl);
       if (L::row_leader(lane) && qi < s.q_len) {
-        lse[qi] = l > 0.f ? (m_run[i][sl] + fast_log2(l)) * kLn2 : inf();
+        lse[qi] = l == 0.f ? inf() : (m_run[i][sl] + fast_log2(l)) * kLn2;
       }
     }
     JA_UNROLL

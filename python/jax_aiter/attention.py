@@ -21,7 +21,8 @@ Semantics (every tier and backend):
   * dropout: a JAX PRNG key (``dropout_key``); the mask is a pure function of (key, batch, head,
     row, col) (Philox4x32-10), the same in forward and backward, on every backend and tier;
     ``dropout_mask`` returns it. Kept probabilities are scaled by 1 / (1 - p).
-  * A query that sees no key gets out = 0 and lse = +inf (as flash-attn).
+  * A query that sees no key gets out = 0 and lse = +inf (as flash-attn). NaN in gives NaN out: a
+    row with a NaN score (NaN in q, k, bias or its ALiBi slope) gets NaN out, lse and gradients.
   * lse: float32 [b, hq, sq] (varlen: [hq, total_q]), natural log; returned with
     return_lse=True, as a non-differentiable value (its cotangent is not propagated, as in
     flash-attn).

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -1160,6 +1161,58 @@ TEST(AttnTwins, VarlenOffsetsAreClamped) {
     BwdRun b = run_bwd(p, f, g);
     for (const Buf* buf : {&f.out, &f.lse, &b.delta, &b.dq, &b.dk, &b.dv, &b.dbias}) {
       EXPECT_TRUE(buf->guards_intact()) << "case " << t;
+    }
+  }
+}
+
+// Issue 23: a NaN ALiBi slope made every score of its (batch, head) NaN, which read as "no visible
+// key" (out 0, lse +inf). NaN in gives NaN out: that (batch, head)'s out, lse and dq, and dk, dv
+// of its key head, written as NaN; every other value as with a finite slope there, bit for bit.
+TEST(AttnTwins, NanAlibiSlopeGivesNaN) {
+  for (DType t : kDtypes) {
+    for (bool varlen : {false, true}) {
+      Config c;
+      c.dtype = t, c.batch = 2, c.sq = 70, c.sk = 90, c.hq = 4, c.hk = 2, c.d = 64, c.dv = 64;
+      c.alibi = 2, c.right = 0, c.seed = 970 + varlen;
+      if (varlen) c = with_lengths(c, {{70, 90}, {65, 80}});
+      Problem p(c);
+      const Grids g = full_grids(p);
+      FwdRun f0 = run_fwd(p, g.fwd);
+      BwdRun b0 = run_bwd(p, f0, g);
+      const int64_t nb = 1, nh = 2, nhk = 1;  // batch 1, query head 2 (key head 1)
+      p.alibi.set(nb * c.hq + nh, kNaN);
+      FwdRun f = run_fwd(p, g.fwd);
+      BwdRun b = run_bwd(p, f, g);
+      // Whether element e of a [rows, heads, dim] output lies in (batch nb, head hh).
+      const auto in_nan = [&](int64_t heads, int64_t dim, int64_t hh, bool keys, int64_t e) {
+        const int64_t row = e / (heads * dim), h = e / dim % heads;
+        const auto s = static_cast<size_t>(nb);
+        const int64_t start = varlen ? (keys ? p.k0[s] : p.q0[s]) : nb * (keys ? p.SK : p.SQ);
+        const int64_t len = keys ? p.lk[s] : p.lq[s];
+        return h == hh && row >= start && row < start + len;
+      };
+      const auto check = [&](const Buf& got, const Buf& finite, const std::string& what,
+                             const std::function<bool(int64_t)>& nan_at) {
+        int64_t nans = 0, bad = 0;
+        for (int64_t e = 0; e < got.n; ++e) {
+          if (nan_at(e)) {
+            nans += std::isnan(got.get(e)) && !got.poisoned(e);
+            bad += !(std::isnan(got.get(e)) && !got.poisoned(e));
+          } else {
+            bad += got.raw(e) != finite.raw(e);
+          }
+        }
+        EXPECT_EQ(bad, 0) << what << (varlen ? " varlen" : " batch");
+        EXPECT_GT(nans, 0) << what;
+      };
+      check(f.out, f0.out, "out", [&](int64_t e) { return in_nan(c.hq, c.dv, nh, false, e); });
+      check(f.lse, f0.lse, "lse", [&](int64_t e) {
+        const int64_t i0 = p.lse_at(nb, nh, 0);
+        return e >= i0 && e < i0 + p.lq[static_cast<size_t>(nb)];
+      });
+      check(b.dq, b0.dq, "dq", [&](int64_t e) { return in_nan(c.hq, c.d, nh, false, e); });
+      check(b.dk, b0.dk, "dk", [&](int64_t e) { return in_nan(c.hk, c.d, nhk, true, e); });
+      check(b.dv, b0.dv, "dv", [&](int64_t e) { return in_nan(c.hk, c.dv, nhk, true, e); });
     }
   }
 }

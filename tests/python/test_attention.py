@@ -234,6 +234,37 @@ def test_alibi(slopes, causal):
     check_batch(len(slopes) + causal, 2, 64, 80, 4, 2, 64, 64, BF16, alibi=slopes, causal=causal)
 
 
+# Issue 23: a NaN slope gave finite rows (out 0, lse +inf: all-NaN scores read as "no visible
+# key"). NaN in gives NaN out: every row of that (batch, head) and its gradients, forward and
+# backward; every other (batch, head) as with a finite slope there.
+@pytest.mark.parametrize("causal", [False, True])
+def test_alibi_nan_slope_gives_nan(causal):
+    rng = np.random.default_rng(31 + causal)
+    b, sq, sk, hq, hk, d = 2, 40, 50, 4, 2, 32
+    q, dout = _rand(rng, (b, sq, hq, d), BF16), _rand(rng, (b, sq, hq, d), BF16)
+    k, v = _rand(rng, (b, sk, hk, d), BF16), _rand(rng, (b, sk, hk, d), BF16)
+    slopes = rng.uniform(0.05, 0.5, (b, hq))
+    finite = jnp.asarray(slopes, F32)
+    slopes[1, 2] = np.nan  # batch 1, query head 2 (key head 1)
+
+    def fwd_bwd(q, k, v, slopes):
+        f = lambda q, k, v: jax_aiter.flash_attn_func(q, k, v, causal=causal,  # noqa: E731
+                                                      alibi_slopes=slopes, return_lse=True)
+        (out, lse), vjp = jax.vjp(f, q, k, v)
+        return out, lse, *vjp((dout, jnp.zeros_like(lse)))
+
+    got = jax.jit(fwd_bwd)(q, k, v, jnp.asarray(slopes, F32))
+    ref = jax.jit(fwd_bwd)(q, k, v, finite)
+    nan = {"out": np.s_[1, :, 2], "lse": np.s_[1, 2], "dq": np.s_[1, :, 2], "dk": np.s_[1, :, 1],
+           "dv": np.s_[1, :, 1]}
+    for name, g, r in zip(nan, got, ref):
+        g, r = np.array(to64(g)), np.array(to64(r))
+        assert np.isnan(g[nan[name]]).all(), f"{name}: finite where the slope is NaN"
+        g[nan[name]] = r[nan[name]] = 0
+        assert np.isfinite(g).all(), f"{name}: NaN outside the NaN slope's rows"
+        np.testing.assert_array_equal(g, r, err_msg=name)
+
+
 @pytest.mark.parametrize("p", [0.1, 0.5])
 @pytest.mark.parametrize("causal", [False, True])
 def test_dropout(p, causal):

@@ -21,7 +21,8 @@
 //   batch_stride 0 in varlen mode).
 // - lse / delta (float32): b * batch_stride + head * head_stride + start + row.
 // - A row with no visible key, or whose visible scores are all -inf: out 0, lse +inf, and no
-//   gradient anywhere (exp(s - lse) = 0).
+//   gradient anywhere (exp(s - lse) = 0). A row with a NaN score (a NaN input, bias or ALiBi
+//   slope): out and lse NaN, and so its gradients and those of every key it sees.
 // - A sharded call (View::shard, kernels/shared/attention.h "Sharded calls"): rows, heads and
 //   batches here are this call's; the mask, ALiBi and dropout see them as the whole call's
 //   (Sequence::off, and the shard's b0, h0, r0 in the dropout counter).
@@ -445,9 +446,15 @@ inline void forward_rows(const View& v, const Output& out, const RowsOut& lse, i
         const Range vis = hd.keys_of(ic + r) & Range{jc, jc + nj};
         float* srow = hd.st.data() + r * kChunk - jc;  // indexed by key j
         float chunk_max = -kInf;
+        bool nan = false;
         for (int64_t j = vis.lo; j < vis.hi; ++j) {
           srow[j] = hd.score(r, j - jc);
           chunk_max = std::max(chunk_max, srow[j]);
+          nan = nan || std::isnan(srow[j]);
+        }
+        if (nan) {  // NaN in, NaN out: the row's out and lse
+          l[r] = std::numeric_limits<double>::quiet_NaN();
+          continue;
         }
         if (chunk_max == -kInf) continue;  // nothing visible here (or all -inf)
         if (chunk_max > m[r]) {            // online softmax: rescale what the row has so far
@@ -474,7 +481,7 @@ inline void forward_rows(const View& v, const Output& out, const RowsOut& lse, i
     for (int64_t r = 0; r < ni; ++r) {
       const int64_t row = hd.s.q_start + ic + r;
       const int64_t off = out.offset(b, row, h);
-      const bool empty = !(l[r] > 0.0);
+      const bool empty = l[r] == 0.0;  // (NaN: not empty, and inv NaN)
       const float inv = empty ? 0.f : static_cast<float>(1.0 / l[r]);
       for (int64_t c = 0; c < v.head_dim_v; ++c) {
         store(out.data, off + c, v.dtype, acc[r * dvp + c] * inv, rounding);

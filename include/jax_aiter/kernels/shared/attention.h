@@ -187,7 +187,10 @@ JAX_AITER_ATTN_HD bool attn_visible(long long i, long long j, long long sq, long
 }
 
 // The ALiBi term added to score (i, j) with key `diagonal` on query i's diagonal:
-// -slope * |diagonal - j| (flash-attn's -slope * |i + sk - sq - j|).
+// -slope * |diagonal - j| (flash-attn's -slope * |i + sk - sq - j|). A NaN slope makes every score
+// of its rows NaN (NaN * 0 too). NaN in, NaN out: a row with a NaN score (a NaN in q, k, the bias
+// or the slope) gets out and lse NaN (a running max skips NaN, so the kernels test the row's sum,
+// which does not), and so do its gradients and those of every key it sees.
 JAX_AITER_ATTN_HD float attn_alibi_at(float slope, long long diagonal, long long j) {
   const long long distance = diagonal - j;
   return -slope * static_cast<float>(distance < 0 ? -distance : distance);
