@@ -31,8 +31,10 @@ Semantics (every tier and backend):
   * varlen: cu_seqlens_* are int32 [nseq + 1] arrays (traced is fine: usable under jit);
     max_seqlen_* are required Python ints bounding every sequence. When cu_seqlens are concrete
     they are checked here (non-decreasing, from 0 to the total, no sequence longer than its
-    max_seqlen); traced offsets cannot be checked without a device sync: the kernels clamp them
-    and never read or write out of bounds, but a bad offset gives unspecified values.
+    max_seqlen); traced offsets cannot be checked without a device sync. The kernels treat
+    max_seqlen_* as a launch size only: a longer sequence is still computed whole, forward and
+    backward, on every tier. They clamp offsets into [0, total] and never read or write out of
+    bounds, but decreasing or overlapping offsets give unspecified values.
 """
 
 from __future__ import annotations
@@ -377,6 +379,9 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
     sequence s is rows cu_seqlens[s]:cu_seqlens[s + 1].
 
     Returns out [total_q, hq, dv], or (out, lse) with lse float32 [hq, total_q].
+    ``max_seqlen_q`` / ``max_seqlen_k`` (>= 1) should bound every sequence: concrete cu_seqlens
+    longer than them are an error; traced ones cannot be checked, and a longer sequence is then
+    computed whole all the same (the maxima only size the kernels' launches).
     """
     op = "flash_attn_varlen"
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):

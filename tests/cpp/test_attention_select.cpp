@@ -475,7 +475,8 @@ Params params(const Case& c) {
 // ---- the rules, written again -------------------------------------------------------------------
 
 // Our normalised mask (the lead's attention_params.hpp, restated): left >= sk - 1 and
-// right >= sq - 1 are no bounds; causal is (left, 0). kind: 0 none, 1 causal, 2 window.
+// right >= sq - 1 are no bounds (varlen: the totals); causal is (left, 0). kind: 0 none, 1 causal,
+// 2 window.
 struct Mask {
   int kind;
   int64_t left, right;
@@ -483,8 +484,10 @@ struct Mask {
 Mask mask_of(const Case& c) {
   int64_t l = c.wl < 0 ? -1 : c.wl;
   int64_t r = c.causal ? 0 : (c.wr < 0 ? -1 : c.wr);
-  if (l >= c.sk - 1) l = -1;
-  if (r >= c.sq - 1) r = -1;
+  // No-op bounds: against the lengths, in varlen mode the totals (ours: a sequence longer than
+  // max_seqlen, from traced offsets, is computed whole with its window).
+  if (l >= (c.varlen ? c.tk() : c.sk) - 1) l = -1;
+  if (r >= (c.varlen ? c.tq() : c.sq) - 1) r = -1;
   return {l < 0 && r < 0 ? 0 : (l < 0 && r == 0 ? 1 : 2), l, r};
 }
 

@@ -165,7 +165,9 @@ struct Case {
   bool bias_f32 = true;
   int alibi = 0;  // 0 none, 1 [hq], 2 [b, hq]
   float p = 0.f;
-  std::vector<int> lq{}, lk{};  // varlen: sequence lengths (b = lq.size()); sq, sk their maxima
+  // varlen: sequence lengths (b = lq.size()); sq, sk the maxima the call is given (below a real
+  // length: the kernels still compute every row and key, as the reference does)
+  std::vector<int> lq{}, lk{};
   bool bwd = true;
   bool nan_slope = false;  // ALiBi slope of (batch 1 or sequence 1, head 2) NaN: its rows NaN
 };
@@ -894,6 +896,44 @@ std::vector<Case> cases() {
                .wr = 3,
                .lq = {180, 90},
                .lk = {100, 180}});
+  // max_seqlen below real lengths (traced offsets under jit): the grids are sized from the maxima,
+  // each block loops over its sequence's tiles, and every row and key is computed whole (a window
+  // wider than max_seqlen_k still bounds the longer sequences).
+  v.push_back({.name = "varlen-past-max",
+               .dt = b16,
+               .sq = 64,
+               .sk = 70,
+               .hq = 4,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .causal = true,
+               .lq = {200, 1, 130},
+               .lk = {150, 7, 260}});
+  v.push_back({.name = "varlen-past-max-all",
+               .dt = DType::kF16,
+               .sq = 40,
+               .sk = 50,
+               .hq = 2,
+               .hk = 1,
+               .d = 64,
+               .dv = 64,
+               .causal = true,
+               .wl = 80,
+               .alibi = 1,
+               .p = 0.2f,
+               .lq = {150, 90},
+               .lk = {90, 200}});
+  v.push_back({.name = "varlen-past-max-256",
+               .dt = b16,
+               .sq = 32,
+               .sk = 32,
+               .hq = 2,
+               .hk = 2,
+               .d = 192,
+               .dv = 128,
+               .lq = {100, 33},
+               .lk = {70, 120}});
   return v;
 }
 

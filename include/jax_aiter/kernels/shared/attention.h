@@ -37,18 +37,23 @@
 //                lse [b, hq, sq] float32;
 //   varlen mode: (cu_seqlens_q/k non-null) q [total_q, hq, d], ..., lse [hq, total_q]; the batch
 //                strides are 0 and sequence s starts at row cu_seqlens[s] of its tensor.
-// seqlen_q / seqlen_k are the lengths in batch mode and the maxima (max_seqlen_*) in varlen mode:
-// the grid covers that many rows, and a sequence longer than its maximum is clamped to it.
+// seqlen_q / seqlen_k are the lengths in batch mode and the maxima (max_seqlen_*) in varlen mode,
+// where they only size the grid: a block owns the tiles x, x + G, x + 2 G, ... of its sequence up
+// to the sequence's end (G the grid's width by the formulas below, from seqlen_q or seqlen_k), so
+// a sequence longer than its maximum (offsets are device data, never checked by the host) is
+// still computed whole, as if the maximum were right.
 // total_q / total_k are the rows of q / k: a varlen kernel clamps every cu_seqlens entry into
 // [0, total] (and a sequence's end to at least its start), so bad offsets read and write nothing
-// out of bounds (their rows' values are then unspecified: offsets are device data, never checked
-// by the host).
+// out of bounds (the values of rows no sequence covers, or of overlapping sequences, are then
+// unspecified).
 // window_left / window_right: the keys a query sees (see attn_visible), -1 unbounded; causal is
 // (-1, 0). bias: [.., .., sq, sk] with broadcast dimensions at stride 0, of bias_dtype (kAttnF32,
-// kAttnBF16, kAttnF16), or null. alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq]
-// (stride hq), or null. rng_key: two u32 words (see attn_dropout_keep), read only when
-// dropout_threshold > 0; kept values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4]
-// {b0, h0, r0, sq_total} (see "Sharded calls" above), or null.
+// kAttnBF16, kAttnF16), or null (in varlen mode, which the ops layer gives no bias, a longer
+// sequence's scores past seqlen_q rows or seqlen_k columns of a non-broadcast bias read none and
+// get no dbias). alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq] (stride hq), or
+// null. rng_key: two u32 words (see attn_dropout_keep), read only when dropout_threshold > 0; kept
+// values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4] {b0, h0, r0, sq_total} (see
+// "Sharded calls" above), or null.
 // clang-format off
 #define JAX_AITER_ATTN_FWD_ARGS(F, X)                                                            \
   F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
