@@ -14,7 +14,8 @@
 //
 // Preconditions the kernels do not check (the host's dense layouts satisfy them): q, k, v, out,
 // dout, dq, dk, dv 16-byte aligned with sequence, head and batch strides multiples of 8 elements
-// (tiles move in 16-byte chunks); heads_q a multiple of heads_k.
+// (tiles move in 16-byte chunks); heads_q a multiple of heads_k; with a bias in varlen mode (the
+// ops layer takes none), every sequence within seqlen_q x seqlen_k.
 //
 // Work layout (numbers per head-dim bucket in AttnConfig below; the grids are the header's). A
 // block owns tiles x, x + G, x + 2 G, ... of its sequence (rows for fwd, pre and dq, keys for
@@ -184,7 +185,7 @@ struct ScoreExtras {
   bool alibi;
   JA_DEVICE bool any() const { return bias != nullptr || alibi; }
   // scale * qk + bias + alibi for (i, j) inside the sequence (with a bias, i < seqlen_q and
-  // j < seqlen_k: the header's precondition).
+  // j < seqlen_k: the preconditions above).
   JA_DEVICE float apply(float scaled, int i, int j, const Seq& s) const {
     if (bias != nullptr) scaled += bias_at(bias, bias_dtype, i * bias_row + j * bias_col);
     if (alibi) scaled += attn::attn_alibi_at(slope, i + s.off, j);

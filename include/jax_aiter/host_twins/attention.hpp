@@ -18,7 +18,8 @@
 //         every column < seqlen_k, so zeros outside the sequence (varlen) and where masked; in
 //         varlen mode also the rows of the tiles past the sequence's end (up to seqlen_q), so
 //         dbias is fully written by a full grid with no memset. dbias has rows < seqlen_q and
-//         columns < seqlen_k only: a varlen sequence longer than them writes none past them.
+//         columns < seqlen_k only: a varlen sequence longer than them writes none past them, and
+//         reads no bias there (0; the kernels take that as a precondition instead).
 //   gqa   (x): dst elements [x kReduceThreads 4, +kReduceThreads 4) of the flattened dst.
 //   mask  (x, i, b * heads + h): keep[b, h, i, j] for j in [x 4 kMaskThreads, +4 kMaskThreads).
 // Rows past a sequence's end, heads >= heads (y), batches >= batch (z) are skipped. A kernel asked

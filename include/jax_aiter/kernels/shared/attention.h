@@ -48,9 +48,10 @@
 // unspecified).
 // window_left / window_right: the keys a query sees (see attn_visible), -1 unbounded; causal is
 // (-1, 0). bias: [.., .., sq, sk] with broadcast dimensions at stride 0, of bias_dtype (kAttnF32,
-// kAttnBF16, kAttnF16), or null (in varlen mode, which the ops layer gives no bias, a longer
-// sequence's scores past seqlen_q rows or seqlen_k columns of a non-broadcast bias read none and
-// get no dbias). alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq] (stride hq), or
+// kAttnBF16, kAttnF16), or null. In varlen mode, where the ops layer takes no bias, a bias needs
+// every sequence within seqlen_q x seqlen_k (the kernels read it unchecked: a guard in their score
+// path cost registers; the host twins read 0 past it), and dbias is written only within them.
+// alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq] (stride hq), or
 // null. rng_key: two u32 words (see attn_dropout_keep), read only when dropout_threshold > 0; kept
 // values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4] {b0, h0, r0, sq_total} (see
 // "Sharded calls" above), or null.
