@@ -6,9 +6,10 @@
 #  - our portable kernels (kernels_co/<module>.kernel.cpp) are compiled for each arch (clang-22 for
 #    gfx942/gfx950 code objects, nvcc for sm_90 cubins) and embedded, always;
 #  - AITER's own ASM code objects of the op's families are embedded from the user's AITER checkout
-#    (-DJAX_AITER_AITER_ROOT=..., files hsa/<arch>/<path>, the paths read from the family's one
-#    list under include/jax_aiter/kernels/shared/); without a checkout the library can still read
-#    them at run time from one (jax_aiter::runtime::CodeObjects::set_aiter_root);
+#    (-DJAX_AITER_AITER_ROOT=..., files hsa/<arch>/<path>, the paths read from the family's row
+#    CSVs under include/jax_aiter/kernels/shared/, cmake/JaxAiterRows.cmake); without a checkout
+#    the library can still read them at run time from one
+#    (jax_aiter::runtime::CodeObjects::set_aiter_root);
 #  - the ABI twins of those families (our kernels that read AITER's argument structs, compiled
 #    from kernels_co/<family>.twin.cpp) are embedded under AITER's names for sm_90 always (CUDA has
 #    no AITER code to run) and for gfx archs when TWINS is given (stand-ins where AITER's code
@@ -37,6 +38,11 @@ set(JAX_AITER_NVCC_OPTIONS -arch=sm_90 -O3 -std=c++17 -x cu)
 set(JAX_AITER_AITER_ROOT "" CACHE PATH "AITER checkout whose hsa/<arch>/ code objects to embed")
 option(JAX_AITER_DEVICE_CODE "Compile kernel code objects (OFF: host code only, embedding nothing)"
        ON)
+
+if(NOT DEFINED JAX_AITER_ROWS_DIR)
+  set(JAX_AITER_ROWS_DIR "${JAX_AITER_INCLUDE_DIR}/jax_aiter/kernels/shared")
+endif()
+include("${_JAX_AITER_CMAKE_DIR}/JaxAiterRows.cmake")
 
 include("${JAX_AITER_KERNELS_DIR}/ops.cmake")
 
@@ -100,29 +106,26 @@ function(jax_aiter_compile_kernels out_var source arch)
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
-# The code-object paths of an AITER family on one arch, read from the family's list: every row
-# X(..., "path", ..., on_gfx942, on_gfx950) holds one string, the code object's path under
-# hsa/<arch>/, and ends with the two arch flags (the lists under include/jax_aiter/kernels/shared/
-# say what the other columns are). For a non-AMD arch (whose ABI twins stand in for every row):
-# the rows of any AMD arch, each path once.
+# The code-object paths of an AITER family on one arch: the code_object column of the family's
+# rows (cmake/JaxAiterRows.cmake) whose on_<arch> column is 1. For a non-AMD arch (whose ABI twins
+# stand in for every row): the rows of any AMD arch, each path once.
 function(jax_aiter_family_code_objects out_var family arch)
-  file(READ "${JAX_AITER_INCLUDE_DIR}/${JAX_AITER_FAMILY_${family}_LIST}" text)
-  string(REGEX REPLACE "\\\\\n" " " text "${text}")
-  string(REGEX MATCHALL "X\\([^)]*\\)" rows "${text}")
-  set(paths "")
-  foreach(row IN LISTS rows)
-    string(REGEX REPLACE "[ \t\n]" "" row "${row}")
-    if(NOT row MATCHES "^X\\([^\"]*\"([^\"]+)\"[^\"]*,([01]),([01])\\)$")
-      continue()  # the macro's own documentation line
-    endif()
-    set(path "${CMAKE_MATCH_1}")
-    if((arch STREQUAL "gfx942" AND CMAKE_MATCH_2) OR (arch STREQUAL "gfx950" AND CMAKE_MATCH_3)
+  jax_aiter_rows_column(paths "${family}" code_object)
+  jax_aiter_rows_column(on_gfx942 "${family}" on_gfx942)
+  jax_aiter_rows_column(on_gfx950 "${family}" on_gfx950)
+  set(out "")
+  set(i 0)
+  foreach(path IN LISTS paths)
+    list(GET on_gfx942 ${i} g942)
+    list(GET on_gfx950 ${i} g950)
+    if((arch STREQUAL "gfx942" AND g942) OR (arch STREQUAL "gfx950" AND g950)
        OR NOT arch MATCHES "^gfx")
-      list(APPEND paths "${path}")
+      list(APPEND out "${path}")
     endif()
+    math(EXPR i "${i} + 1")
   endforeach()
-  list(REMOVE_DUPLICATES paths)
-  set(${out_var} "${paths}" PARENT_SCOPE)
+  list(REMOVE_DUPLICATES out)
+  set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
 function(jax_aiter_embed_kernels target)
