@@ -2,7 +2,7 @@
 #
 #   jax_aiter_embed_kernels(<target> OPS rmsnorm gemm ... ARCHS gfx942 gfx950 sm_90 [TWINS])
 #
-# For each op (kernels_co/ops.cmake says what each needs):
+# For each op (the manifest, ops.cmake, says what each needs):
 #  - our portable kernels (kernels_co/<module>.kernel.cpp) are compiled for each arch (clang-22 for
 #    gfx942/gfx950 code objects, nvcc for sm_90 cubins) and embedded, always;
 #  - AITER's own ASM code objects of the op's families are embedded from the user's AITER checkout
@@ -44,7 +44,27 @@ if(NOT DEFINED JAX_AITER_ROWS_DIR)
 endif()
 include("${_JAX_AITER_CMAKE_DIR}/JaxAiterRows.cmake")
 
-include("${JAX_AITER_KERNELS_DIR}/ops.cmake")
+# The manifest: one jax_aiter_op() line per op (ops.cmake, beside this file once installed).
+#   jax_aiter_op(<op> [KERNELS <module>...] [AITER <family>...])
+# sets JAX_AITER_OP_<op>_KERNELS and JAX_AITER_OP_<op>_AITER and appends <op> to JAX_AITER_OPS.
+if(NOT DEFINED JAX_AITER_OPS_MANIFEST)
+  set(JAX_AITER_OPS_MANIFEST "${CMAKE_CURRENT_LIST_DIR}/../ops.cmake")
+endif()
+macro(jax_aiter_op op)
+  cmake_parse_arguments(_JAX_AITER_OP "" "" "KERNELS;AITER" ${ARGN})
+  if(_JAX_AITER_OP_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "jax_aiter_op(${op}): unknown arguments "
+                        "${_JAX_AITER_OP_UNPARSED_ARGUMENTS}")
+  endif()
+  if(${op} IN_LIST JAX_AITER_OPS)
+    message(FATAL_ERROR "jax_aiter_op(${op}): the op is listed twice")
+  endif()
+  list(APPEND JAX_AITER_OPS ${op})
+  set(JAX_AITER_OP_${op}_KERNELS ${_JAX_AITER_OP_KERNELS})
+  set(JAX_AITER_OP_${op}_AITER ${_JAX_AITER_OP_AITER})
+endmacro()
+set(JAX_AITER_OPS "")
+include("${JAX_AITER_OPS_MANIFEST}")
 
 # The headers every kernel source sees, for rebuild dependencies.
 file(GLOB _JAX_AITER_KERNEL_HEADERS "${JAX_AITER_KERNELS_DIR}/include/*.hpp"
@@ -160,11 +180,12 @@ function(jax_aiter_embed_kernels target)
                         "${sym}, ${sym}_end},\n")
   endmacro()
   foreach(op IN LISTS ARG_OPS)
-    if(NOT DEFINED JAX_AITER_OP_${op}_MODULES)
-      message(FATAL_ERROR "jax_aiter: unknown op '${op}' (kernels_co/ops.cmake)")
+    if(NOT op IN_LIST JAX_AITER_OPS)
+      message(FATAL_ERROR "jax_aiter: unknown op '${op}' (the manifest, ops.cmake, lists "
+                          "${JAX_AITER_OPS})")
     endif()
     foreach(arch IN LISTS ARG_ARCHS)
-      foreach(module IN LISTS JAX_AITER_OP_${op}_MODULES)
+      foreach(module IN LISTS JAX_AITER_OP_${op}_KERNELS)
         jax_aiter_compile_kernels(co "${module}.kernel.cpp" "${arch}")
         if(co)
           _jax_aiter_add("${module}" "${arch}" kOurs "${co}")
