@@ -5,8 +5,9 @@
 #       python/CMakeLists.txt, instantiating JAX_AITER_DEFINE_OP_HANDLERS("<op>", Backend) from
 #       include/jax_aiter/ffi/<op>.hpp (which says the op's targets: OpHandlers<"<op>">) and, for
 #       the CPU, include/jax_aiter/host_twins/<op>.hpp and <family>.hpp of its AITER families
-#   the C++ tests: tests/cpp/*_tests.cmake; the handler benchmarks: benchmarks/handler/*.cpp
-#       (each found by its folder, none listed)
+#   the Python API: every public module of python/jax_aiter/ (its __all__, and its PLAN_COMMANDS
+#       for jax-aiter-plan); the C++ tests: tests/cpp/*_tests.cmake; the handler benchmarks:
+#       benchmarks/handler/*.cpp (each found by its folder, none listed)
 #
 #   jax_aiter_op(<op> [KERNELS <module>...] [AITER <family>...])
 #     KERNELS  our portable kernels: kernels_co/<module>.kernel.cpp, one code object each, named
