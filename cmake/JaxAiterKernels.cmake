@@ -2,13 +2,14 @@
 #
 #   jax_aiter_embed_kernels(<target> OPS rmsnorm gemm ... ARCHS gfx942 gfx950 sm_90 [TWINS])
 #
-# For each op (kernels_co/ops.cmake says what each needs):
+# For each op (the manifest, ops.cmake, says what each needs):
 #  - our portable kernels (kernels_co/<module>.kernel.cpp) are compiled for each arch (clang-22 for
 #    gfx942/gfx950 code objects, nvcc for sm_90 cubins) and embedded, always;
 #  - AITER's own ASM code objects of the op's families are embedded from the user's AITER checkout
-#    (-DJAX_AITER_AITER_ROOT=..., files hsa/<arch>/<path>, the paths read from the family's one
-#    list under include/jax_aiter/kernels/shared/); without a checkout the library can still read
-#    them at run time from one (jax_aiter::runtime::CodeObjects::set_aiter_root);
+#    (-DJAX_AITER_AITER_ROOT=..., files hsa/<arch>/<path>, the paths read from the family's row
+#    CSVs under include/jax_aiter/kernels/shared/, cmake/JaxAiterRows.cmake); without a checkout
+#    the library can still read them at run time from one
+#    (jax_aiter::runtime::CodeObjects::set_aiter_root);
 #  - the ABI twins of those families (our kernels that read AITER's argument structs, compiled
 #    from kernels_co/<family>.twin.cpp) are embedded under AITER's names for sm_90 always (CUDA has
 #    no AITER code to run) and for gfx archs when TWINS is given (stand-ins where AITER's code
@@ -38,7 +39,32 @@ set(JAX_AITER_AITER_ROOT "" CACHE PATH "AITER checkout whose hsa/<arch>/ code ob
 option(JAX_AITER_DEVICE_CODE "Compile kernel code objects (OFF: host code only, embedding nothing)"
        ON)
 
-include("${JAX_AITER_KERNELS_DIR}/ops.cmake")
+if(NOT DEFINED JAX_AITER_ROWS_DIR)
+  set(JAX_AITER_ROWS_DIR "${JAX_AITER_INCLUDE_DIR}/jax_aiter/kernels/shared")
+endif()
+include("${_JAX_AITER_CMAKE_DIR}/JaxAiterRows.cmake")
+
+# The manifest: one jax_aiter_op() line per op (ops.cmake, beside this file once installed).
+#   jax_aiter_op(<op> [KERNELS <module>...] [AITER <family>...])
+# sets JAX_AITER_OP_<op>_KERNELS and JAX_AITER_OP_<op>_AITER and appends <op> to JAX_AITER_OPS.
+if(NOT DEFINED JAX_AITER_OPS_MANIFEST)
+  set(JAX_AITER_OPS_MANIFEST "${CMAKE_CURRENT_LIST_DIR}/../ops.cmake")
+endif()
+macro(jax_aiter_op op)
+  cmake_parse_arguments(_JAX_AITER_OP "" "" "KERNELS;AITER" ${ARGN})
+  if(_JAX_AITER_OP_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "jax_aiter_op(${op}): unknown arguments "
+                        "${_JAX_AITER_OP_UNPARSED_ARGUMENTS}")
+  endif()
+  if(${op} IN_LIST JAX_AITER_OPS)
+    message(FATAL_ERROR "jax_aiter_op(${op}): the op is listed twice")
+  endif()
+  list(APPEND JAX_AITER_OPS ${op})
+  set(JAX_AITER_OP_${op}_KERNELS ${_JAX_AITER_OP_KERNELS})
+  set(JAX_AITER_OP_${op}_AITER ${_JAX_AITER_OP_AITER})
+endmacro()
+set(JAX_AITER_OPS "")
+include("${JAX_AITER_OPS_MANIFEST}")
 
 # The headers every kernel source sees, for rebuild dependencies.
 file(GLOB _JAX_AITER_KERNEL_HEADERS "${JAX_AITER_KERNELS_DIR}/include/*.hpp"
@@ -100,29 +126,26 @@ function(jax_aiter_compile_kernels out_var source arch)
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
-# The code-object paths of an AITER family on one arch, read from the family's list: every row
-# X(..., "path", ..., on_gfx942, on_gfx950) holds one string, the code object's path under
-# hsa/<arch>/, and ends with the two arch flags (the lists under include/jax_aiter/kernels/shared/
-# say what the other columns are). For a non-AMD arch (whose ABI twins stand in for every row):
-# the rows of any AMD arch, each path once.
+# The code-object paths of an AITER family on one arch: the code_object column of the family's
+# rows (cmake/JaxAiterRows.cmake) whose on_<arch> column is 1. For a non-AMD arch (whose ABI twins
+# stand in for every row): the rows of any AMD arch, each path once.
 function(jax_aiter_family_code_objects out_var family arch)
-  file(READ "${JAX_AITER_INCLUDE_DIR}/${JAX_AITER_FAMILY_${family}_LIST}" text)
-  string(REGEX REPLACE "\\\\\n" " " text "${text}")
-  string(REGEX MATCHALL "X\\([^)]*\\)" rows "${text}")
-  set(paths "")
-  foreach(row IN LISTS rows)
-    string(REGEX REPLACE "[ \t\n]" "" row "${row}")
-    if(NOT row MATCHES "^X\\([^\"]*\"([^\"]+)\"[^\"]*,([01]),([01])\\)$")
-      continue()  # the macro's own documentation line
-    endif()
-    set(path "${CMAKE_MATCH_1}")
-    if((arch STREQUAL "gfx942" AND CMAKE_MATCH_2) OR (arch STREQUAL "gfx950" AND CMAKE_MATCH_3)
+  jax_aiter_rows_column(paths "${family}" code_object)
+  jax_aiter_rows_column(on_gfx942 "${family}" on_gfx942)
+  jax_aiter_rows_column(on_gfx950 "${family}" on_gfx950)
+  set(out "")
+  set(i 0)
+  foreach(path IN LISTS paths)
+    list(GET on_gfx942 ${i} g942)
+    list(GET on_gfx950 ${i} g950)
+    if((arch STREQUAL "gfx942" AND g942) OR (arch STREQUAL "gfx950" AND g950)
        OR NOT arch MATCHES "^gfx")
-      list(APPEND paths "${path}")
+      list(APPEND out "${path}")
     endif()
+    math(EXPR i "${i} + 1")
   endforeach()
-  list(REMOVE_DUPLICATES paths)
-  set(${out_var} "${paths}" PARENT_SCOPE)
+  list(REMOVE_DUPLICATES out)
+  set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
 function(jax_aiter_embed_kernels target)
@@ -157,11 +180,12 @@ function(jax_aiter_embed_kernels target)
                         "${sym}, ${sym}_end},\n")
   endmacro()
   foreach(op IN LISTS ARG_OPS)
-    if(NOT DEFINED JAX_AITER_OP_${op}_MODULES)
-      message(FATAL_ERROR "jax_aiter: unknown op '${op}' (kernels_co/ops.cmake)")
+    if(NOT op IN_LIST JAX_AITER_OPS)
+      message(FATAL_ERROR "jax_aiter: unknown op '${op}' (the manifest, ops.cmake, lists "
+                          "${JAX_AITER_OPS})")
     endif()
     foreach(arch IN LISTS ARG_ARCHS)
-      foreach(module IN LISTS JAX_AITER_OP_${op}_MODULES)
+      foreach(module IN LISTS JAX_AITER_OP_${op}_KERNELS)
         jax_aiter_compile_kernels(co "${module}.kernel.cpp" "${arch}")
         if(co)
           _jax_aiter_add("${module}" "${arch}" kOurs "${co}")

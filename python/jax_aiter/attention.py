@@ -49,6 +49,7 @@ import numpy as np
 from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static, like_primal, varying
 
+# What the package exports from this module (jax_aiter/__init__.py).
 __all__ = ["flash_attn_func", "flash_attn_varlen", "dropout_mask"]
 
 _F32 = np.dtype(np.float32)
@@ -510,3 +511,20 @@ def describe(b: int, sq: int, sk: int, hq: int, hk: int, d: int, dv: int | None 
                     dbias=("float32", (b, hq, sq, sk) if bias else (0,)))
     attributes.update(deterministic=deterministic, atomic32=True)
     return "aiter.flash_attn_bwd", operands, attributes
+
+
+def _plan(p, args):
+    try:
+        left, right = (int(w) for w in args.window.split(","))
+    except ValueError:
+        p.error(f"--window: expected left,right (two ints, -1 unbounded), got {args.window!r}")
+    if left < -1 or right < -1:
+        p.error(f"--window: expected left,right >= -1 (-1 unbounded), got {args.window!r}")
+    return describe(args.b, args.sq, args.sk or args.sq, args.hq, args.hk or args.hq, args.d,
+                    args.dv, args.dtype, args.causal, (left, right), args.varlen, args.backward,
+                    args.bias, args.dropout, args.deterministic)
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"attention": (("sq", "hq", "d"), _plan), "flash_attn": (("sq", "hq", "d"), _plan)}

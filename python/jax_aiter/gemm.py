@@ -33,6 +33,7 @@ from jax.custom_batching import custom_vmap
 from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static, like_primal, varying
 
+# What the package exports from this module (jax_aiter/__init__.py).
 __all__ = ["gemm"]
 
 _F32 = np.dtype(np.float32)
@@ -162,3 +163,13 @@ def describe(m: int, n: int, k: int, dtype="bfloat16", out_dtype=None, bias: boo
     operands = {"a": (dtype, (m, k)), "b": (dtype, (n, k)), "bias": (dtype, (n,)) if bias else None,
                 "out": (out_dtype, (m, n))}
     return operands, {"kernel": kernel or "", "splitk": -1 if splitk is None else splitk}
+
+
+def _plan(p, args):
+    return ("aiter.gemm", *describe(args.m, args.n, args.k, args.dtype, args.out_dtype, args.bias,
+                                    args.kernel, args.splitk))
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"gemm": (("m", "n", "k"), _plan), "aiter.gemm": (("m", "n", "k"), _plan)}

@@ -69,8 +69,9 @@ from jax_aiter import _call, _partition
 from jax_aiter._call import Dispatch, Static
 from jax_aiter.quant import ShuffledWeight, register_layout, shuffle_weight
 
-__all__ = ["FP4_LAYOUT", "SCALE_LAYOUT", "dequantize_mxfp4", "describe", "e8m0_shuffle",
-           "e8m0_unshuffle", "gemm_fp4", "quantize_mxfp4", "shuffle_fp4_weight"]
+# What the package exports from this module (jax_aiter/__init__.py).
+__all__ = ["dequantize_mxfp4", "e8m0_shuffle", "e8m0_unshuffle", "gemm_fp4", "quantize_mxfp4",
+           "shuffle_fp4_weight"]
 
 FP4_LAYOUT = (16, 16)  # AITER's shuffle_weight layout on the packed bytes
 SCALE_LAYOUT = "e8m0_shuffle"
@@ -389,3 +390,18 @@ def describe(m: int, n: int, k: int, b_shuffled: bool = True, kernel: str | None
                 "b_scale": ("uint8", (_round_up(n, 256), sn)), "out": ("bfloat16", (mp, n))}
     return operands, {"b_layout": "16x16" if b_shuffled else "none", "kernel": kernel or "",
                       "splitk": -1 if splitk is None else splitk}
+
+
+def add_plan_arguments(p) -> None:
+    """jax-aiter-plan's options of this op alone (tools.py calls it)."""
+    p.add_argument("--plain-b", action="store_true", help="gemm_fp4: b not pre-shuffled")
+
+
+def _plan(p, args):
+    return ("aiter.gemm_fp4", *describe(args.m, args.n, args.k, not args.plain_b, args.kernel,
+                                        args.splitk))
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"gemm_fp4": (("m", "n", "k"), _plan)}

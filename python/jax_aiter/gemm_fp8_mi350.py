@@ -65,8 +65,8 @@ from jax_aiter._call import Dispatch, Static
 from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, shuffle_weight, unshuffle_weight)
 
-__all__ = ["MI350_LAYOUT", "MI350_KERNELS", "describe", "gemm_fp8_mi350", "quantize_token_blocks",
-           "quantize_weight_blocks", "shuffle_weight", "unshuffle_weight"]
+# What the package exports from this module (jax_aiter/__init__.py).
+__all__ = ["gemm_fp8_mi350"]
 
 # The layout AITER's MI350 kernels read wq in (kernels/shared/aiter_mi350.h).
 MI350_LAYOUT = (16, 16)
@@ -185,3 +185,13 @@ def describe(m: int, n: int, k: int, kernel: str | None = None,
                 "w_scale": ("float32", (n // _BLOCK, k // _BLOCK)),
                 "out": ("bfloat16", (m, n))}
     return operands, {"b_layout": "x".join(str(v) for v in MI350_LAYOUT), "kernel": kernel or ""}
+
+
+def _plan(p, args):
+    fp8 = jnp.dtype(fp8_dtype(args.asm_arch or args.arch)).name
+    return ("aiter.gemm_fp8_mi350", *describe(args.m, args.n, args.k, args.kernel, fp8))
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"gemm_fp8_mi350": (("m", "n", "k"), _plan)}

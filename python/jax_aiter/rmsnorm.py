@@ -36,6 +36,7 @@ from jax.custom_batching import custom_vmap
 from jax_aiter import _call, _partition
 from jax_aiter._call import Static, like_primal as _like_primal, varying as _varying
 
+# What the package exports from this module (jax_aiter/__init__.py).
 __all__ = ["rms_norm", "rms_norm_with_add"]
 
 
@@ -361,3 +362,16 @@ def describe(shape, dtype="bfloat16", epsilon: float = 1e-6, fused: bool = False
                 {"x": x, "residual": x, "gamma": gamma, "y": x, "residual_out": x},
                 {"epsilon": epsilon})
     return "aiter.rms_norm", {"x": x, "gamma": gamma, "y": x}, {"epsilon": epsilon}
+
+
+def _plan(p, args):
+    try:
+        shape = tuple(int(d) for d in args.shape.split(","))
+    except ValueError:
+        p.error(f"--shape: expected dims separated by commas (16384,4096), got {args.shape!r}")
+    return describe(shape, args.dtype, args.epsilon, args.fused, args.backward)
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"rms_norm": (("shape",), _plan), "aiter.rms_norm": (("shape",), _plan)}

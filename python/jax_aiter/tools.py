@@ -24,35 +24,18 @@ import argparse
 import json
 import sys
 
+import jax_aiter
 from jax_aiter import _ffi
-from jax_aiter.attention import describe as _describe_attention
-from jax_aiter.flatmm import describe as _describe_flatmm
-from jax_aiter.gemm import describe as _describe_gemm
-from jax_aiter.gemm_fp4 import describe as _describe_fp4
-from jax_aiter.gemm_fp8 import describe as _describe_fp8bs
-from jax_aiter.gemm_fp8_mi350 import describe as _describe_fp8_mi350
-from jax_aiter.quant import describe as _describe_i8
-from jax_aiter.rmsnorm import describe as _describe_rms_norm
 
 
-def _fp8_name(arch: str) -> str:
-    """The fp8 format a plan for `arch` reads (quant.fp8_dtype), as numpy names it."""
-    return "float8_e4m3fnuz" if arch == "gfx942" else "float8_e4m3fn"
-
-
-# The quantized GEMMs: command -> (custom-call target, describe(args) -> (operands, attributes)).
-_QUANTIZED = {
-    "gemm_i8": ("aiter.gemm_i8", lambda a: _describe_i8(a.m, a.n, a.k, a.bias, a.kernel,
-                                                        a.splitk)),
-    "gemm_fp8_blockscale": ("aiter.gemm_fp8_blockscale", lambda a: _describe_fp8bs(
-        a.m, a.n, a.k, a.kernel, a.splitk, _fp8_name(a.asm_arch or a.arch))),
-    "gemm_fp8_mi350": ("aiter.gemm_fp8_mi350", lambda a: _describe_fp8_mi350(
-        a.m, a.n, a.k, a.kernel, _fp8_name(a.asm_arch or a.arch))),
-    "flatmm_fp8": ("aiter.flatmm_fp8", lambda a: _describe_flatmm(
-        a.m, a.n, a.k, _fp8_name(a.asm_arch or a.arch), a.kernel)),
-    "gemm_fp4": ("aiter.gemm_fp4", lambda a: _describe_fp4(a.m, a.n, a.k, not a.plain_b,
-                                                          a.kernel, a.splitk)),
-}
+def _commands() -> dict:
+    """jax-aiter-plan's commands: the PLAN_COMMANDS of every op module (jax_aiter/__init__.py
+    finds them), name -> (options the call needs, plan(parser, args) -> (target, operands,
+    attributes))."""
+    out = {}
+    for module in jax_aiter._op_modules():
+        out.update(getattr(module, "PLAN_COMMANDS", {}))
+    return out
 
 
 def plan(target: str, operands: dict, attributes: dict, arch: str, cus: int = 0) -> dict:
@@ -97,16 +80,6 @@ def _call_operands(call) -> tuple[dict, dict]:
     return operands, attributes
 
 
-def _window(p, text: str) -> tuple[int, int]:
-    try:
-        left, right = (int(w) for w in text.split(","))
-    except ValueError:
-        p.error(f"--window: expected left,right (two ints, -1 unbounded), got {text!r}")
-    if left < -1 or right < -1:
-        p.error(f"--window: expected left,right >= -1 (-1 unbounded), got {text!r}")
-    return left, right
-
-
 def _check_sizes(p, args) -> None:
     """Refuses what no call can have, before any description is built: a dtype numpy does not
     know, a head dim below 1, a CU count outside 0..4096 (the asm_cus attribute's range)."""
@@ -145,7 +118,6 @@ def plan_main(argv=None) -> int:
     g.add_argument("--bias", action="store_true")
     g.add_argument("--kernel")
     g.add_argument("--splitk", type=int)
-    g.add_argument("--plain-b", action="store_true", help="gemm_fp4: b not pre-shuffled")
     r = p.add_argument_group("rms_norm")
     r.add_argument("--shape", help="x's shape, e.g. 16384,4096")
     r.add_argument("--epsilon", type=float, default=1e-6)
@@ -164,6 +136,10 @@ def plan_main(argv=None) -> int:
     t.add_argument("--varlen", action="store_true", help="b sequences of sq (sk) rows, packed")
     t.add_argument("--dropout", type=float, default=0.0)
     t.add_argument("--deterministic", action="store_true")
+    for module in jax_aiter._op_modules():  # options an op alone has
+        if hasattr(module, "add_plan_arguments"):
+            module.add_plan_arguments(p.add_argument_group(module.__name__.split(".")[-1]))
+    commands = _commands()
     args = p.parse_args(argv)
     if not args.call:
         _check_sizes(p, args)
@@ -171,39 +147,16 @@ def plan_main(argv=None) -> int:
         if args.call:
             target = args.op
             operands, attributes = _call_operands(json.loads(args.call))
-        elif args.op in ("gemm", "aiter.gemm"):
-            if None in (args.m, args.n, args.k):
-                p.error("gemm needs --m, --n and --k")
-            target = "aiter.gemm"
-            operands, attributes = _describe_gemm(args.m, args.n, args.k, args.dtype,
-                                                   args.out_dtype, args.bias, args.kernel,
-                                                   args.splitk)
-        elif args.op in _QUANTIZED:
-            if None in (args.m, args.n, args.k):
-                p.error(f"{args.op} needs --m, --n and --k")
-            target, describe = _QUANTIZED[args.op]
-            operands, attributes = describe(args)
-        elif args.op in ("rms_norm", "aiter.rms_norm"):
-            if not args.shape:
-                p.error("rms_norm needs --shape")
-            try:
-                shape = tuple(int(d) for d in args.shape.split(","))
-            except ValueError:
-                p.error(f"--shape: expected dims separated by commas (16384,4096), got "
-                        f"{args.shape!r}")
-            target, operands, attributes = _describe_rms_norm(shape, args.dtype, args.epsilon,
-                                                              args.fused, args.backward)
-        elif args.op in ("attention", "flash_attn"):
-            if None in (args.sq, args.hq, args.d):
-                p.error("attention needs --sq, --hq and --d")
-            window = _window(p, args.window)
-            target, operands, attributes = _describe_attention(
-                args.b, args.sq, args.sk or args.sq, args.hq, args.hk or args.hq, args.d, args.dv,
-                args.dtype, args.causal, window, args.varlen, args.backward, args.bias,
-                args.dropout, args.deterministic)
+        elif args.op in commands:
+            needs, plan_command = commands[args.op]
+            if any(getattr(args, option) is None for option in needs):
+                options = [f"--{option}" for option in needs]
+                p.error(f"{args.op} needs {', '.join(options[:-1])}"
+                        f"{' and ' if len(options) > 1 else ''}{options[-1]}")
+            target, operands, attributes = plan_command(p, args)
         else:
-            p.error(f"unknown op {args.op!r}: gemm, rms_norm, attention, "
-                    f"{', '.join(_QUANTIZED)}, or a target with --call")
+            p.error(f"unknown op {args.op!r}: {', '.join(sorted(commands))}, or a target with "
+                    "--call")
         attributes = {**attributes, **_dispatch(args)}
         result = plan(target, operands, attributes, args.arch, args.cus)
     except ValueError as e:

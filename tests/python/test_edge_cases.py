@@ -14,7 +14,7 @@ import pytest
 
 import jax_aiter
 from jax_aiter import Dispatch, shuffle_weight
-from jax_aiter.flatmm import FLATMM_LAYOUT
+from jax_aiter.flatmm_fp8 import FLATMM_LAYOUT
 
 U = 2.0**-8  # bf16 unit roundoff
 ASM_942 = Dispatch("asm", "gfx942", 304)

@@ -1,4 +1,4 @@
-"""jax_aiter.flatmm through JAX: the FlatMM weight layout and its inverse, the block quantizers,
+"""jax_aiter.flatmm_fp8 through JAX: the FlatMM weight layout and its inverse, the block quantizers,
 and flatmm_fp8 against a float64 reference computed from the dequantized inputs (fp8 decoded by
 ml_dtypes, not our C++), each tier forced (the ASM tier's plans run through the ABI twin of AITER's
 FlatMM kernel off AMD hardware), outputs poisoned; bad input and grad are clear errors.
@@ -18,7 +18,7 @@ import pytest
 
 import jax_aiter
 from jax_aiter import Dispatch
-from jax_aiter.flatmm import (AITER_KERNEL, FLATMM_LAYOUT, describe, flatmm_fp8,
+from jax_aiter.flatmm_fp8 import (AITER_KERNEL, FLATMM_LAYOUT, describe, flatmm_fp8,
                               quantize_activation_blocks, quantize_weight_blocks)
 from jax_aiter.quant import ShuffledWeight, shuffle_weight, unshuffle_weight
 from poison import run_poisoned

@@ -1,4 +1,4 @@
-"""jax_aiter.gemm_fp8: the block quantizers, the (16, 16) shuffle of fp8 weights, and
+"""jax_aiter.gemm_fp8_blockscale: the block quantizers, the (16, 16) shuffle of fp8 weights, and
 gemm_fp8_blockscale against a float64 reference computed from the dequantized inputs (decoded by
 ml_dtypes, not by our C++), each tier forced (the ASM tier's plans run through the ABI twins of
 AITER's FP8 block-scale kernels off AMD hardware, every row on both archs, split-K included),
@@ -19,7 +19,7 @@ import pytest
 
 import jax_aiter
 from jax_aiter import Dispatch
-from jax_aiter.gemm_fp8 import (FP8BS_LAYOUT, describe, gemm_fp8_blockscale,
+from jax_aiter.gemm_fp8_blockscale import (FP8BS_LAYOUT, describe, gemm_fp8_blockscale,
                                 quantize_fp8_blocks)
 from jax_aiter.quant import ShuffledWeight, shuffle_weight, unshuffle_weight
 from poison import run_poisoned

@@ -1,4 +1,4 @@
-"""jax_aiter.quant through JAX: the weight shuffle and its inverse, the quantize helpers, and
+"""jax_aiter.quant and jax_aiter.gemm_i8 through JAX: the weight shuffle and its inverse, the quantize helpers, and
 gemm_i8 against a float64 reference computed from the dequantized inputs, each tier forced (the
 ASM tier's plans run through the ABI twins of AITER's INT8 kernels off AMD hardware, every row
 at least once, split-K included), outputs poisoned; bad input and grad are clear errors.
@@ -17,8 +17,9 @@ import pytest
 
 import jax_aiter
 from jax_aiter import Dispatch
-from jax_aiter.quant import (I8_LAYOUT, ShuffledWeight, describe, gemm_i8, quantize_per_channel,
-                             quantize_per_token, shuffle_weight, unshuffle_weight)
+from jax_aiter.gemm_i8 import describe, gemm_i8
+from jax_aiter.quant import (I8_LAYOUT, ShuffledWeight, quantize_per_channel, quantize_per_token,
+                             shuffle_weight, unshuffle_weight)
 from poison import run_poisoned
 
 

@@ -20,7 +20,6 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jax_aiter
-from jax_aiter import flatmm
 
 DEVICES = jax.devices()
 N = 4 if len(DEVICES) >= 4 else 2  # shards along one mesh axis

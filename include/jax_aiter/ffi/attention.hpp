@@ -103,4 +103,9 @@ struct FfiSpec<ops::AttnDropoutMask> {
   static constexpr std::array attributes{attr<&P::dropout_p>("dropout_p", kRequired)};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("attention", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"attention">
+    : HandlerList<ops::FlashAttnFwd, ops::FlashAttnBwd, ops::AttnDropoutMask> {};
+
 }  // namespace jax_aiter::ffi

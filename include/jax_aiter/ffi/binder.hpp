@@ -231,10 +231,30 @@ struct Handler {
   }
 };
 
-}  // namespace jax_aiter::ffi
+// The targets of one op of the manifest (ops.cmake): ffi/<op>.hpp specialises OpHandlers<"<op>">
+// as a HandlerList of the ops it binds, and JAX_AITER_DEFINE_OP_HANDLERS("<op>", Backend) defines
+// a handler for each (the Python package's handler libraries do so in one translation unit per op
+// and backend).
+template <typename... Ops>
+struct HandlerList {};
 
-// C entry points stay visible even when the consumer builds with -fvisibility=hidden.
-#define JAX_AITER_EXPORT __attribute__((visibility("default")))
+template <size_t N>
+struct OpName {
+  char text[N];
+  constexpr OpName(const char (&s)[N]) {  // NOLINT: implicit, so that OpHandlers<"gemm"> reads
+    for (size_t i = 0; i < N; ++i) text[i] = s[i];
+  }
+};
+
+template <OpName kOp>
+struct OpHandlers;  // ffi/<op>.hpp: template <> struct OpHandlers<"<op>"> : HandlerList<...> {};
+
+template <typename Backend, typename... Ops>
+void register_handlers(HandlerList<Ops...>) {
+  (HandlerRegistry::add(Handler<Ops, Backend>::entry()), ...);
+}
+
+}  // namespace jax_aiter::ffi
 
 // Defines, in the consumer's translation unit, the C entry points of one handler:
 //   XLA_FFI_Error* fn(XLA_FFI_CallFrame*)             execute stage
@@ -255,3 +275,15 @@ struct Handler {
       return e;                                                                          \
     }()                                                                                  \
   }
+
+// Defines, in the consumer's translation unit, the handlers of every target of one op of the
+// manifest (OpHandlers<op>, from ffi/<op>.hpp) for one backend, and records them for
+// register_all(api, platform) and the tools, as JAX_AITER_DEFINE_HANDLER does for one (with no C
+// entry point of its own: XLA and Python reach them through the registry).
+#define JAX_AITER_DEFINE_OP_HANDLERS(op, Backend) \
+  JAX_AITER_DEFINE_OP_HANDLERS_AT(op, Backend, __LINE__)
+#define JAX_AITER_DEFINE_OP_HANDLERS_AT(op, Backend, line) \
+  JAX_AITER_DEFINE_OP_HANDLERS_NAMED(op, Backend, jax_aiter_op_handlers_##line)
+#define JAX_AITER_DEFINE_OP_HANDLERS_NAMED(op, Backend, name) \
+  static const bool name =                                    \
+      (::jax_aiter::ffi::register_handlers<Backend>(::jax_aiter::ffi::OpHandlers<op>{}), true)

@@ -22,4 +22,8 @@ struct FfiSpec<ops::FlatmmFp8> {
                                          attr<&P::kernel>("kernel")};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("flatmm_fp8", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"flatmm_fp8"> : HandlerList<ops::FlatmmFp8> {};
+
 }  // namespace jax_aiter::ffi

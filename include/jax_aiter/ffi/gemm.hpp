@@ -20,4 +20,8 @@ struct FfiSpec<ops::Gemm> {
   static constexpr std::array attributes{attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"gemm"> : HandlerList<ops::Gemm> {};
+
 }  // namespace jax_aiter::ffi

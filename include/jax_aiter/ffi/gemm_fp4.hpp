@@ -21,4 +21,8 @@ struct FfiSpec<ops::GemmFp4> {
                                          attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm_fp4", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"gemm_fp4"> : HandlerList<ops::GemmFp4> {};
+
 }  // namespace jax_aiter::ffi

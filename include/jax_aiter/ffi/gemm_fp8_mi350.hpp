@@ -22,4 +22,8 @@ struct FfiSpec<ops::GemmFp8Mi350> {
                                          attr<&P::kernel>("kernel")};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm_fp8_mi350", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"gemm_fp8_mi350"> : HandlerList<ops::GemmFp8Mi350> {};
+
 }  // namespace jax_aiter::ffi

@@ -26,4 +26,8 @@ struct FfiSpec<ops::GemmFp8Bs> {
                                          attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm_fp8bs", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"gemm_fp8bs"> : HandlerList<ops::GemmFp8Bs> {};
+
 }  // namespace jax_aiter::ffi

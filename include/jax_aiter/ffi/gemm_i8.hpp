@@ -26,4 +26,8 @@ struct FfiSpec<ops::GemmI8> {
                                          attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm_i8", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"gemm_i8"> : HandlerList<ops::GemmI8> {};
+
 }  // namespace jax_aiter::ffi

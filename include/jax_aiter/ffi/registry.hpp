@@ -106,6 +106,9 @@ inline char* c_string(std::string_view s) {
 
 }  // namespace jax_aiter::ffi
 
+// C entry points stay visible even when the consumer builds with -fvisibility=hidden.
+#define JAX_AITER_EXPORT __attribute__((visibility("default")))
+
 // Emits the C entry `XLA_FFI_Error* symbol(const XLA_FFI_Api*, const char* platform)` in one TU.
 #define JAX_AITER_DEFINE_REGISTER_ALL(symbol)                                                     \
   extern "C" __attribute__((visibility("default"))) XLA_FFI_Error* symbol(const XLA_FFI_Api* api, \

@@ -49,4 +49,9 @@ struct FfiSpec<ops::RmsNormWithAddBwd> {
   static constexpr std::array attributes{attr<&P::epsilon>("epsilon", kRequired)};
 };
 
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("rmsnorm", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"rmsnorm">
+    : HandlerList<ops::RmsNorm, ops::RmsNormWithAdd, ops::RmsNormBwd, ops::RmsNormWithAddBwd> {};
+
 }  // namespace jax_aiter::ffi

@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Compares the kernel-argument metadata of our AITER twins with AITER's own.
 
-For every row of the header's JAX_AITER_<FAMILY>_ROWS list (for example
-include/jax_aiter/kernels/shared/aiter_bf16gemm.h) the twin code object
-(kernels_co/<family>.twin.cpp, built with -fhip-kernel-arg-name) must hold a kernel of the row's
-symbol whose named arguments (pad<digits> left out) and .kernarg_segment_size equal the lines
-kernel-arguments.txt records for AITER's code object of that row on that arch. Rows AITER ships
-only for the other arch are compared with that arch's line. A code object whose arguments are all
-anonymous (AITER's compiler-made gfx942 INT8 112x256) is compared by its segment size alone.
-The header may hold several lists (aiter_fmha_v3.h: forward, odo, dqdkdv, dq post-passes); rows
-whose last two columns are (on_gfx942, on_gfx950) with exactly one set (the fmha lists: each row
-names one arch's code object) are checked in that arch's twin only.
+For every row of a family's row tables (the CSVs beside its header, e.g.
+include/jax_aiter/kernels/shared/aiter_bf16gemm.csv for aiter_bf16gemm.h; cmake/JaxAiterRows.cmake)
+the twin code object (kernels_co/<family>.twin.cpp, built with -fhip-kernel-arg-name) must hold a
+kernel of the row's symbol whose named arguments (pad<digits> left out) and .kernarg_segment_size
+equal the lines kernel-arguments.txt records for AITER's code object of that row on that arch.
+Rows AITER ships only for the other arch are compared with that arch's line. A code object whose
+arguments are all anonymous (AITER's compiler-made gfx942 INT8 112x256) is compared by its segment
+size alone. A family may have several lists (aiter_fmha_v3: forward, odo, dqdkdv, dq post-passes);
+its rows each name one arch's code object (exactly one of on_gfx942, on_gfx950 set) and are
+checked in that arch's twin only.
 
-Usage: check_twin_kernargs.py ROWS_HEADER KERNEL_ARGUMENTS_TXT ARCH=CODE_OBJECT [ARCH=CODE_OBJECT...]
+Usage: check_twin_kernargs.py FAMILY_HEADER KERNEL_ARGUMENTS_TXT ARCH=CODE_OBJECT [...]
        (llvm-readelf-22 on PATH, or LLVM_READELF=...). Exit status 1 on any difference.
 """
+import csv
+import glob
 import os
 import re
 import subprocess
@@ -22,19 +24,21 @@ import sys
 
 
 def rows(header):
-    """[(symbol, code_object, only_arch or None)] of every X-macro row list in the header."""
-    text = open(header).read().replace("\\\n", " ")
+    """[(symbol, code_object, only_arch or None)] of every row of the family whose header is
+    `header` (<family>.h: its rows are <family>.csv or <family>.<list>.csv beside it)."""
+    family = os.path.splitext(header)[0]
+    files = sorted(glob.glob(family + ".csv") + glob.glob(family + ".*.csv"))
+    if not files:
+        sys.exit(f"check_twin_kernargs: no row CSV for {header}")
     out = []
-    for m in re.finditer(r"#define JAX_AITER_\w+_ROWS\(X\)(.*)", text):
-        for row in re.findall(r"X\(([^)]*)\)", m.group(1)):
-            cols = [c.strip() for c in row.split(",")]
-            code_object = next(c.strip('"') for c in cols if c.startswith('"'))
-            # A mangled symbol column, or (plain C names: MI350, FlatMM) the first column.
-            symbol = next((c for c in cols if c.startswith("_Z")), cols[0])
-            only = None
-            if code_object.startswith("fmha_") and cols[-2:] in (["1", "0"], ["0", "1"]):
-                only = "gfx942" if cols[-2] == "1" else "gfx950"
-            out.append((symbol, code_object, only))
+    for path in files:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                only = None
+                if row["code_object"].startswith("fmha_") and \
+                        (row["on_gfx942"], row["on_gfx950"]) in (("1", "0"), ("0", "1")):
+                    only = "gfx942" if row["on_gfx942"] == "1" else "gfx950"
+                out.append((row["symbol"], row["code_object"], only))
     return out
 
 

@@ -1,9 +1,10 @@
 // AITER's FP4 (a4w4, MXFP4) ASM GEMM kernels, bf16 out, gfx950 only, one row each (origin:
 // github.com/ROCm/aiter at e4048607a535, hsa/gfx950/f4gemm/f4gemm_bf16_per1x32Fp4.csv, MIT
-// licence, (c) AMD; AITER ships no gfx942 rows). One list for the host tables
-// (kernels/aiter/f4gemm.hpp), the ABI twins' kernel source (kernels_co/aiter_f4gemm.twin.cpp) and
-// the CMake function that embeds AITER's code objects. Plain preprocessor data and constexpr C++:
-// the kernel compilers read it too.
+// licence, (c) AMD; AITER ships no gfx942 rows). The rows are aiter_f4gemm.csv, the one
+// source of the host tables (kernels/aiter/f4gemm.hpp), the ABI twins' kernel source
+// (kernels_co/aiter_f4gemm.twin.cpp), the CMake function that embeds AITER's code objects and the
+// twins' metadata check (cmake/JaxAiterRows.cmake): the X-macro JAX_AITER_F4GEMM_ROWS of the
+// generated aiter_f4gemm.rows.h.
 //
 // X(symbol, code_object, tile_m, tile_n, split_k, bpreshuffle, kernarg_bytes, on_gfx942, on_gfx950)
 //   split_k        1: the kernel may split K (log2_k_split > 0; the CSV's splitK column)
@@ -12,84 +13,11 @@
 //                  (AITER's packed struct is 372 bytes: 12 trailing pad bytes it leaves to the
 //                  host stack; ours covers them with zeros), 368 for noBpreShuffle_256x256 (no
 //                  log2_k_split argument)
-//   on_gfx942/950  the archs AITER ships the row for (0, 1: gfx950 only); the last two columns, as
-//                  cmake/JaxAiterKernels.cmake reads every family's list
+//   on_gfx942/950  the archs AITER ships the row for (0, 1: gfx950 only)
 // Order: the CSV's row order (our tie-break order, ops/gemm_fp4_asm.hpp).
 #pragma once
 
-// clang-format off
-#define JAX_AITER_F4GEMM_ROWS(X)                                                         \
-  X(_ZN5aiter44f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256E,                            \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co", 256, 256, 0, 0, 368, 0, 1) \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256.co", 256, 256, 1, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_128x512E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_128x512.co", 128, 512, 1, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_192x256E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_192x256.co", 192, 256, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_224x256E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_224x256.co", 224, 256, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_128x128E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_128x128.co", 128, 128, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_128x256E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_128x256.co", 128, 256, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_128x384E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_128x384.co", 128, 384, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_160x128E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_160x128.co", 160, 128, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_160x256E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_160x256.co", 160, 256, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_160x384E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_160x384.co", 160, 384, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_192x128E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_192x128.co", 192, 128, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_224x128E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_224x128.co", 224, 128, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_256x128E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_256x128.co", 256, 128, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_32x1024E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x1024.co", 32, 1024, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128.co", 32, 128, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x256E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x256.co", 32, 256, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x384E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x384.co", 32, 384, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x512E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x512.co", 32, 512, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x640E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x640.co", 32, 640, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x768E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x768.co", 32, 768, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_32x896E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x896.co", 32, 896, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_64x1024E,                              \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x1024.co", 64, 1024, 0, 1, 384, 0, 1)   \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x128E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x128.co", 64, 128, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x256E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x256.co", 64, 256, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x384E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x384.co", 64, 384, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x512E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x512.co", 64, 512, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x640E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x640.co", 64, 640, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x768E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x768.co", 64, 768, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_64x896E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_64x896.co", 64, 896, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_96x128E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_96x128.co", 96, 128, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_96x256E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_96x256.co", 96, 256, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_96x384E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_96x384.co", 96, 384, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_96x512E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_96x512.co", 96, 512, 0, 1, 384, 0, 1)     \
-  X(_ZN5aiter41f4gemm_bf16_per1x32Fp4_BpreShuffle_96x640E,                               \
-    "f4gemm/f4gemm_bf16_per1x32Fp4_BpreShuffle_96x640.co", 96, 640, 0, 1, 384, 0, 1)
-// clang-format on
+#include "jax_aiter/kernels/shared/aiter_f4gemm.rows.h"
 
 // The layout functions below run in host code, our kernels and the host twins: nvcc needs them
 // marked for both sides (clang in HIP mode treats constexpr functions as both already).

@@ -1,10 +1,11 @@
 // AITER's FlatMM fp8 block-scale GEMM (gfx942 only), one row (origin: github.com/ROCm/aiter at
 // e4048607a535, csrc/py_itfs_cu/asm_flatmm_a8w8_blockscale.cu and the code object
 // hsa/gfx942/flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co, whose metadata names the
-// arguments; MIT licence, (c) AMD; AITER ships no CSV for this family). One list for the host
-// table (kernels/aiter/flatmm.hpp), the ABI twin's kernel source (kernels_co/aiter_flatmm.twin.cpp)
-// and the CMake function that embeds AITER's code object. Plain preprocessor data and constexpr
-// C++: the kernel compilers read it too.
+// arguments; MIT licence, (c) AMD; AITER ships no CSV for this family). The row is
+// aiter_flatmm.csv, the one source of the host table (kernels/aiter/flatmm.hpp), the ABI twin's
+// kernel source (kernels_co/aiter_flatmm.twin.cpp), the CMake function that embeds AITER's code
+// object and the twin's metadata check (cmake/JaxAiterRows.cmake): the X-macro
+// JAX_AITER_FLATMM_ROWS of the generated aiter_flatmm.rows.h.
 //
 // X(symbol, code_object, tile_m, tile_n, tile_k, kernarg_bytes, on_gfx942, on_gfx950)
 //   symbol         a plain C name (not mangled), as AITER launches it
@@ -12,9 +13,7 @@
 //   kernarg_bytes  the kernarg segment the code object declares: 112, AITER's dense struct
 #pragma once
 
-#define JAX_AITER_FLATMM_ROWS(X)                     \
-  X(flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32, \
-    "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co", 128, 256, 128, 112, 1, 0)
+#include "jax_aiter/kernels/shared/aiter_flatmm.rows.h"
 
 #if defined(__CUDACC__)
 #define JAX_AITER_FLATMM_FN __host__ __device__ constexpr

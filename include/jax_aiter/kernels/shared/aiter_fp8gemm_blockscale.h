@@ -1,30 +1,20 @@
 // AITER's FP8 block-scale ASM GEMM kernels (bf16 out, B pre-shuffled), one row each (origin:
 // github.com/ROCm/aiter at e4048607a535, hsa/gfx942/fp8gemm_blockscale/fp8gemm_bf16_blockscale.csv
-// and hsa/gfx950/fp8gemm_blockscale/fp8gemm_bf16_blockscale.csv, MIT licence, (c) AMD). One list
-// for the host tables (kernels/aiter/fp8gemm_blockscale.hpp), the ABI twins' kernel source
-// (kernels_co/aiter_fp8gemm_blockscale.twin.cpp) and the CMake function that embeds AITER's code
-// objects. Plain preprocessor data and constexpr C++: the kernel compilers read it too.
+// and hsa/gfx950/fp8gemm_blockscale/fp8gemm_bf16_blockscale.csv, MIT licence, (c) AMD). The rows
+// are aiter_fp8gemm_blockscale.csv, the one source of the host tables
+// (kernels/aiter/fp8gemm_blockscale.hpp), the ABI twins' kernel source
+// (kernels_co/aiter_fp8gemm_blockscale.twin.cpp), the CMake function that embeds AITER's code
+// objects and the twins' metadata check (cmake/JaxAiterRows.cmake): the X-macro
+// JAX_AITER_FP8GEMM_BLOCKSCALE_ROWS of the generated aiter_fp8gemm_blockscale.rows.h.
 //
 // X(symbol, code_object, tile_m, tile_n, on_gfx942, on_gfx950)
 // Every row may split K (the CSVs' splitK = 1) and takes B pre-shuffled (bpreshuffle = 1); both
 // archs have the same six. Order: ascending tile_m (the CSVs list 128x128 first, then 32..96).
 #pragma once
 
-#include "jax_aiter/kernels/shared/aiter_i8gemm.h"
+#include "jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.rows.h"
 
-#define JAX_AITER_FP8GEMM_BLOCKSCALE_ROWS(X)                                           \
-  X(_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_32x128E,                            \
-    "fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_32x128.co", 32, 128, 1, 1) \
-  X(_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_48x128E,                            \
-    "fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_48x128.co", 48, 128, 1, 1) \
-  X(_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_64x128E,                            \
-    "fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_64x128.co", 64, 128, 1, 1) \
-  X(_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_80x128E,                            \
-    "fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_80x128.co", 80, 128, 1, 1) \
-  X(_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_96x128E,                            \
-    "fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_96x128.co", 96, 128, 1, 1) \
-  X(_ZN5aiter43fp8gemm_bf16_blockscale_BpreShuffle_128x128E,                           \
-    "fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_128x128.co", 128, 128, 1, 1)
+#include "jax_aiter/kernels/shared/aiter_i8gemm.h"
 
 namespace jax_aiter::kernels::aiter_fp8bs {
 inline constexpr int kBlockThreads = 256;  // every row's workgroup

@@ -1,9 +1,11 @@
 // AITER's INT8 ASM GEMM kernels (per-token a8w8, bf16 out), one row each (origin:
 // github.com/ROCm/aiter at e4048607a535, hsa/gfx942/i8gemm/i8gemm_bf16_perTokenI8.csv and
-// hsa/gfx950/i8gemm/i8gemm_bf16_perTokenI8.csv, MIT licence, (c) AMD). One list for the host
-// tables (kernels/aiter/i8gemm.hpp), the ABI twins' kernel source
-// (kernels_co/aiter_i8gemm.twin.cpp) and the CMake function that embeds AITER's code objects.
-// Plain preprocessor data and constexpr C++: the kernel compilers read it too.
+// hsa/gfx950/i8gemm/i8gemm_bf16_perTokenI8.csv, MIT licence, (c) AMD). The rows are
+// aiter_i8gemm.csv, the one source of the host tables (kernels/aiter/i8gemm.hpp), the ABI twins'
+// kernel source (kernels_co/aiter_i8gemm.twin.cpp), the CMake function that embeds AITER's code
+// objects and the twins' metadata check (cmake/JaxAiterRows.cmake); C++ reads them as the X-macro
+// JAX_AITER_I8GEMM_ROWS of the generated aiter_i8gemm.rows.h. The rest is constexpr C++ the
+// kernel compilers read too.
 //
 // X(symbol, code_object, tile_m, tile_n, split_k, kernarg_bytes, on_gfx942, on_gfx950)
 //   split_k        1: the kernel may split K (AITER's CSV splitK column); 0: only split 1, and
@@ -16,25 +18,7 @@
 // and 112x256 first). Every row takes B pre-shuffled (the CSVs' bpreshuffle = 1).
 #pragma once
 
-#define JAX_AITER_I8GEMM_ROWS(X)                                                    \
-  X(_ZN5aiter42I8gemm_bf16_perTokenI8_BpreShuffle_112x256E,                         \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_112x256.co", 112, 256, 0, 256, 1, 0) \
-  X(_ZN5aiter41I8gemm_bf16_perTokenI8_BpreShuffle_16x128E,                          \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_16x128.co", 16, 128, 1, 208, 1, 1)   \
-  X(_ZN5aiter41I8gemm_bf16_perTokenI8_BpreShuffle_32x128E,                          \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_32x128.co", 32, 128, 1, 208, 1, 1)   \
-  X(_ZN5aiter41I8gemm_bf16_perTokenI8_BpreShuffle_48x128E,                          \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_48x128.co", 48, 128, 1, 208, 1, 1)   \
-  X(_ZN5aiter41I8gemm_bf16_perTokenI8_BpreShuffle_64x128E,                          \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_64x128.co", 64, 128, 1, 208, 1, 1)   \
-  X(_ZN5aiter41I8gemm_bf16_perTokenI8_BpreShuffle_80x128E,                          \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_80x128.co", 80, 128, 1, 208, 1, 1)   \
-  X(_ZN5aiter41I8gemm_bf16_perTokenI8_BpreShuffle_96x128E,                          \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_96x128.co", 96, 128, 1, 208, 1, 1)   \
-  X(_ZN5aiter42I8gemm_bf16_perTokenI8_BpreShuffle_128x128E,                         \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_128x128.co", 128, 128, 1, 208, 1, 1) \
-  X(_ZN5aiter42I8gemm_bf16_perTokenI8_BpreShuffle_160x128E,                         \
-    "i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_160x128.co", 160, 128, 1, 208, 1, 1)
+#include "jax_aiter/kernels/shared/aiter_i8gemm.rows.h"
 
 // The layout functions below run in host code, our kernels and the host twins: nvcc needs them
 // marked for both sides (clang in HIP mode treats constexpr functions as both already).

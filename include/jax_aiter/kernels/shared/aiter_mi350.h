@@ -1,9 +1,11 @@
 // AITER's MI350 FP8 block-scale GEMM kernels (gfx950 only), one row each (origin:
 // github.com/ROCm/aiter at e4048607a535, hsa/gfx950/f8_block_scale_mi350_x{32,64,96,128}.co, MIT
 // licence, (c) AMD; no CSV: the launcher csrc/py_itfs_cu/asm_mi350_a8w8_blockscale.cu was deleted
-// in 06de6e9aee and is read from 06de6e9aee^). One list for the host tables
-// (kernels/aiter/mi350.hpp), the ABI twins' source (kernels_co/aiter_mi350.twin.cpp) and the
-// CMake function that embeds AITER's code objects. Plain preprocessor data and constexpr C++.
+// in 06de6e9aee and is read from 06de6e9aee^). The rows are aiter_mi350.csv,
+// the one source of the host tables (kernels/aiter/mi350.hpp), the ABI twins' source
+// (kernels_co/aiter_mi350.twin.cpp), the CMake function that embeds AITER's code objects and the
+// twins' metadata check (cmake/JaxAiterRows.cmake): the X-macro JAX_AITER_MI350_ROWS of the
+// generated aiter_mi350.rows.h.
 //
 // X(symbol, code_object, tile_m, on_gfx942, on_gfx950)
 //   symbol     the kernel's plain C name (AITER's launcher: AiterAsmKernel("f8_block_scale_mi350_
@@ -13,13 +15,9 @@
 // ship in hsa/gfx950/ and are reachable by name (kernel=...).
 #pragma once
 
-#include "jax_aiter/kernels/shared/aiter_i8gemm.h"
+#include "jax_aiter/kernels/shared/aiter_mi350.rows.h"
 
-#define JAX_AITER_MI350_ROWS(X)                                        \
-  X(f8_block_scale_mi350_x32, "f8_block_scale_mi350_x32.co", 32, 0, 1) \
-  X(f8_block_scale_mi350_x64, "f8_block_scale_mi350_x64.co", 64, 0, 1) \
-  X(f8_block_scale_mi350_x96, "f8_block_scale_mi350_x96.co", 96, 0, 1) \
-  X(f8_block_scale_mi350_x128, "f8_block_scale_mi350_x128.co", 128, 0, 1)
+#include "jax_aiter/kernels/shared/aiter_i8gemm.h"
 
 #if defined(__CUDACC__)
 #define JAX_AITER_MI350_FN __host__ __device__ constexpr

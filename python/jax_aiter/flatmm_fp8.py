@@ -53,8 +53,8 @@ from jax_aiter._call import Dispatch, Static
 from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, register_layout)
 
-__all__ = ["FLATMM_LAYOUT", "describe", "flatmm_fp8", "flatmm_shuffle", "flatmm_unshuffle",
-           "quantize_activation_blocks", "quantize_weight_blocks"]
+# What the package exports from this module (jax_aiter/__init__.py).
+__all__ = ["flatmm_fp8"]
 
 FLATMM_LAYOUT = "flatmm"
 BLOCK = 128  # the scale blocks: 128 columns of K (x), 128 x 128 (w)
@@ -213,3 +213,13 @@ def describe(m: int, n: int, k: int, dtype: str = "float8_e4m3fnuz",
     operands = {"x": (dtype, (m, k)), "w": (dtype, (n, k)), "x_scale": ("float32", (kb, m)),
                 "w_scale": ("float32", (kb, nb)), "out": ("float16", (m, n))}
     return operands, {"w_layout": FLATMM_LAYOUT, "kernel": kernel or ""}
+
+
+def _plan(p, args):
+    fp8 = jnp.dtype(fp8_dtype(args.asm_arch or args.arch)).name
+    return ("aiter.flatmm_fp8", *describe(args.m, args.n, args.k, fp8, args.kernel))
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"flatmm_fp8": (("m", "n", "k"), _plan)}

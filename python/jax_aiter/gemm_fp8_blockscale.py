@@ -57,7 +57,8 @@ from jax_aiter._call import Dispatch, Static
 from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype,  # noqa: F401
                              quantize_fp8_blocks)
 
-__all__ = ["FP8BS_LAYOUT", "describe", "gemm_fp8_blockscale", "quantize_fp8_blocks"]
+# What the package exports from this module (jax_aiter/__init__.py).
+__all__ = ["FP8BS_LAYOUT", "gemm_fp8_blockscale"]
 
 # The layout AITER's FP8 block-scale kernels read (kernels/shared/aiter_fp8gemm_blockscale.h).
 FP8BS_LAYOUT = (16, 16)
@@ -169,3 +170,14 @@ def describe(m: int, n: int, k: int, kernel: str | None = None, splitk: int | No
                 "b_scale": ("float32", (nb, kb)), "out": ("bfloat16", (m, n))}
     return operands, {"b_layout": "x".join(str(v) for v in FP8BS_LAYOUT), "kernel": kernel or "",
                       "splitk": -1 if splitk is None else splitk}
+
+
+def _plan(p, args):
+    fp8 = jnp.dtype(fp8_dtype(args.asm_arch or args.arch)).name
+    return ("aiter.gemm_fp8_blockscale", *describe(args.m, args.n, args.k, args.kernel,
+                                                   args.splitk, fp8))
+
+
+# jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,
+# plan(parser, args) -> (target, operands, attributes)).
+PLAN_COMMANDS = {"gemm_fp8_blockscale": (("m", "n", "k"), _plan)}
