@@ -375,8 +375,10 @@ void attention_plan(benchmark::State& state, GenericCall<Op>& call, const ja::Ta
     ja::kernels::Plan plan;
     bool planned = false;
     auto try_tier = [&]<typename Tier>(std::type_identity<Tier>) {
-      if (planned || !Tier::supports(*params, target).ok()) return;
-      Tier::plan(*params, target, plan);
+      if (planned) return;
+      const auto decision = ja::ops::decide<Tier>(*params, target);
+      if (!decision.ok()) return;
+      ja::ops::plan_with<Tier>(*params, target, *decision, plan);
       planned = true;
     };
     [&]<typename... T>(std::tuple<T...>*) {
@@ -464,11 +466,10 @@ BENCHMARK(BM_AttnBwdDecodeValidatePlan)->Arg(0)->Arg(1);
 // portable tier for sm_90 (the INT8 one splits K into its workspace accumulator).
 using Attrs = std::vector<std::pair<std::string_view, ja::ffi::AttrValue>>;
 
-Attrs gemm_attrs(std::string_view layout_name, std::string_view layout, bool splitk) {
-  Attrs a{{layout_name, ja::ffi::AttrValue::string("STRING", layout)},
+Attrs gemm_attrs(std::string_view layout_name, std::string_view layout) {
+  // splitk left out: the heuristic's choice.
+  return {{layout_name, ja::ffi::AttrValue::string("STRING", layout)},
           {"kernel", ja::ffi::AttrValue::string("STRING", "")}};
-  if (splitk) a.emplace_back("splitk", ja::ffi::AttrValue::i64("S64", -1));
-  return a;
 }
 
 const ja::Target kGfx950{ja::BackendKind::kHip, ja::Arch::kGfx950, 256};
@@ -485,7 +486,7 @@ void BM_GemmI8DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_U8, {ws / 4 + 1}}};
   GenericCall<ja::ops::GemmI8> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3), bufs.at(4)},
                                     {bufs.at(5), bufs.at(6)},
-                                    gemm_attrs("b_layout", "16x16", true)};
+                                    gemm_attrs("b_layout", "16x16")};
   attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
 }
 BENCHMARK(BM_GemmI8DecodeValidatePlan)->Arg(0)->Arg(1);
@@ -505,7 +506,7 @@ void BM_GemmFp8BlockscaleDecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_U8, {4096}}};
   GenericCall<ja::ops::GemmFp8Bs> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                        {bufs.at(4), bufs.at(5)},
-                                       gemm_attrs("b_layout", "16x16", true)};
+                                       gemm_attrs("b_layout", "16x16")};
   attention_plan(state, call, t);
 }
 BENCHMARK(BM_GemmFp8BlockscaleDecodeValidatePlan)->Arg(0)->Arg(1);
@@ -519,7 +520,7 @@ void BM_GemmFp8Mi350DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_BF16, {16, 4096}}};
   GenericCall<ja::ops::GemmFp8Mi350> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                           {bufs.at(4)},
-                                          gemm_attrs("b_layout", "16x16", false)};
+                                          gemm_attrs("b_layout", "16x16")};
   attention_plan(state, call, t);
 }
 BENCHMARK(BM_GemmFp8Mi350DecodeValidatePlan)->Arg(0)->Arg(1);
@@ -533,7 +534,7 @@ void BM_FlatmmFp8DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_F16, {16, 4096}}};
   GenericCall<ja::ops::FlatmmFp8> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                        {bufs.at(4)},
-                                       gemm_attrs("w_layout", "flatmm", false)};
+                                       gemm_attrs("w_layout", "flatmm")};
   attention_plan(state, call, t);
 }
 BENCHMARK(BM_FlatmmFp8DecodeValidatePlan)->Arg(0)->Arg(1);
@@ -546,7 +547,7 @@ void BM_GemmFp4DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_BF16, {32, 4096}}};
   GenericCall<ja::ops::GemmFp4> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                      {bufs.at(4)},
-                                     gemm_attrs("b_layout", "16x16", true)};
+                                     gemm_attrs("b_layout", "16x16")};
   attention_plan(state, call, state.range(0) == 0 ? kGfx950 : kSm90);
 }
 BENCHMARK(BM_GemmFp4DecodeValidatePlan)->Arg(0)->Arg(1);
