@@ -411,14 +411,14 @@ const ja::Target kSm90{ja::BackendKind::kCuda, ja::Arch::kSm90, 132};
 
 void BM_AttnFwdDecodeValidatePlan(benchmark::State& state) {
   constexpr auto kBf16 = XLA_FFI_DataType_BF16;
-  Buffers b{{kBf16, {2, 512, 16, 128}}, {kBf16, {2, 512, 4, 128}},
-            {kBf16, {2, 512, 4, 128}},  {XLA_FFI_DataType_U8, {0}},
-            {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},
-            {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},
-            {kBf16, {2, 512, 16, 128}}, {XLA_FFI_DataType_F32, {2, 16, 512}}};
+  Buffers b{
+      {kBf16, {2, 512, 16, 128}}, {kBf16, {2, 512, 4, 128}},           {kBf16, {2, 512, 4, 128}},
+      {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},          {XLA_FFI_DataType_U8, {0}},
+      {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},          {XLA_FFI_DataType_U8, {0}},
+      {kBf16, {2, 512, 16, 128}}, {XLA_FFI_DataType_F32, {2, 16, 512}}};
   GenericCall<ja::ops::FlashAttnFwd> call{
-      {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7)},
-      {b.at(8), b.at(9)},
+      {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7), b.at(8)},
+      {b.at(9), b.at(10)},
       attention_attrs(false)};
   attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
 }
@@ -448,14 +448,15 @@ void BM_AttnBwdDecodeValidatePlan(benchmark::State& state) {
             {kU8, {0}},
             {kU8, {0}},
             {kU8, {0}},
+            {kU8, {0}},
             {kBf16, {2, 512, 16, 128}},
             {kBf16, {2, 512, 4, 128}},
             {kBf16, {2, 512, 4, 128}},
             {XLA_FFI_DataType_F32, {0}},
             {kU8, {ws / 4}}};
   GenericCall<ja::ops::FlashAttnBwd> call{{b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5),
-                                           b.at(6), b.at(7), b.at(8), b.at(9), b.at(10)},
-                                          {b.at(11), b.at(12), b.at(13), b.at(14), b.at(15)},
+                                           b.at(6), b.at(7), b.at(8), b.at(9), b.at(10), b.at(11)},
+                                          {b.at(12), b.at(13), b.at(14), b.at(15), b.at(16)},
                                           attention_attrs(true)};
   attention_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
 }

@@ -14,9 +14,14 @@
 //
 // Preconditions the kernels do not check (the host's dense layouts satisfy them): q, k, v, out,
 // dout, dq, dk, dv 16-byte aligned with sequence, head and batch strides multiples of 8 elements
-// (tiles move in 16-byte chunks); heads_q a multiple of heads_k.
+// (tiles move in 16-byte chunks); heads_q a multiple of heads_k; with a bias in varlen mode (the
+// ops layer takes none), every sequence within seqlen_q x seqlen_k.
 //
-// Work layout (numbers per head-dim bucket in AttnConfig below; the grids are the header's):
+// Work layout (numbers per head-dim bucket in AttnConfig below; the grids are the header's). A
+// block owns tiles x, x + G, x + 2 G, ... of its sequence (rows for fwd, pre and dq, keys for
+// dkdv), G the grid's width by the header's formula (the tiles of seqlen_q / seqlen_k: max_seqlen_*
+// in varlen mode, where offsets are device data), so a longer sequence is still computed whole
+// (next_tile says what that loop costs).
 //   forward (grid: query tiles of kRowsQ, heads_q, batch): a warp owns 16 MI query rows, keeps
 //     Q in shared memory, streams K and V in tiles of kFwdKeys keys (single buffers, FA2's overlap:
 //     V(t) loads under Q K(t)^T, K(t+1) under P V(t)).
@@ -105,9 +110,10 @@ JA_DEVICE float inf() { return __builtin_huge_valf(); }
 // ---- sequences, visibility ----------------------------------------------------------------------
 
 // Where sequence b lies: its first row in q / k (0 in batch mode, where the batch stride moves),
-// its lengths, clamped as the header says, and its diagonal offset: query row i (of this call)
-// sees key i + off straight ahead (attn_diagonal_offset: k_len - q_len unsharded, aligned to the
-// whole call's corner for a row shard). Every mask and ALiBi test below reads `off`.
+// its lengths (offsets clamped as the header says; never to seqlen_q / seqlen_k), and its diagonal
+// offset: query row i (of this call) sees key i + off straight ahead (attn_diagonal_offset:
+// k_len - q_len unsharded, aligned to the whole call's corner for a row shard). Every mask and
+// ALiBi test below reads `off`.
 struct Seq {
   long long q_start, k_start;
   int q_len, k_len;
@@ -121,13 +127,13 @@ JA_DEVICE Seq sequence(const P& p, int b) {
     const int a = clamp_to(p.cu_seqlens_q[b], 0, p.total_q);
     const int e = clamp_to(p.cu_seqlens_q[b + 1], a, p.total_q);
     s.q_start = a;
-    s.q_len = imin(e - a, p.seqlen_q);
+    s.q_len = e - a;
   }
   if (p.cu_seqlens_k != nullptr) {
     const int a = clamp_to(p.cu_seqlens_k[b], 0, p.total_k);
     const int e = clamp_to(p.cu_seqlens_k[b + 1], a, p.total_k);
     s.k_start = a;
-    s.k_len = imin(e - a, p.seqlen_k);
+    s.k_len = e - a;
   }
   s.off = static_cast<int>(attn::attn_diagonal_offset(s.q_len, s.k_len, attn::attn_shard(p.shard)));
   return s;
@@ -178,7 +184,8 @@ struct ScoreExtras {
   float slope;  // ALiBi slope
   bool alibi;
   JA_DEVICE bool any() const { return bias != nullptr || alibi; }
-  // scale * qk + bias + alibi for (i, j) inside the sequence.
+  // scale * qk + bias + alibi for (i, j) inside the sequence (with a bias, i < seqlen_q and
+  // j < seqlen_k: the preconditions above).
   JA_DEVICE float apply(float scaled, int i, int j, const Seq& s) const {
     if (bias != nullptr) scaled += bias_at(bias, bias_dtype, i * bias_row + j * bias_col);
     if (alibi) scaled += attn::attn_alibi_at(slope, i + s.off, j);
@@ -317,8 +324,9 @@ JA_DEVICE void scale_tile(float (&c)[MI][NB][4], float f) {
 
 // ---- forward ------------------------------------------------------------------------------------
 
+// Query rows [m0, m0 + kRowsQ) of sequence s (of the block's batch), of the block's query head.
 template <typename E, int D>
-JA_DEVICE void attn_fwd(const FwdParams& p) {
+JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
   using C = AttnConfig<D>;
   using L = AccLayout;
   constexpr int T = C::kThreads, BM = C::kRowsQ, BN = C::kFwdKeys;
@@ -332,9 +340,7 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
   uint16_t* const sV = sK + BN * D;
 
   const int tid = thread_id(), warp = tid / kWarp, lane = tid % kWarp;
-  const int b = block_id_z(), h = block_id_y(), m0 = block_id() * BM;
-  const Seq s = sequence(p, b);
-  if (m0 >= s.q_len) return;
+  const int b = block_id_z(), h = block_id_y();
   const int hk = h / (p.heads_q / p.heads_k);
   const int left = p.window_left, right = p.window_right;
   const Range keys = keys_seen(m0, imin(m0 + BM, s.q_len), s, left, right);
@@ -458,7 +464,9 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
     mma_rk<E, D, MI, NO, KN>(o, pa, sV, 0, 0, lane);
   }
 
-  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row).
+  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row). A NaN
+  // score (a NaN input, bias or ALiBi slope) makes l NaN (the running max skips NaN, exp does not):
+  // out and lse NaN.
   float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
   JA_UNROLL
   for (int i = 0; i < MI; ++i) {
@@ -466,10 +474,10 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
     JA_UNROLL
     for (int sl = 0; sl < L::kSlots; ++sl) {
       const float l = L::row_sum(l_run[i][sl]);
-      inv[sl] = l > 0.f ? 1.f / l : 0.f;
+      inv[sl] = l == 0.f ? 0.f : 1.f / l;
       const int qi = m0 + rw0 + 16 * i + L::slot_row(lane, sl);
       if (L::row_leader(lane) && qi < s.q_len) {
-        lse[qi] = l > 0.f ? (m_run[i][sl] + fast_log2(l)) * kLn2 : inf();
+        lse[qi] = l == 0.f ? inf() : (m_run[i][sl] + fast_log2(l)) * kLn2;
       }
     }
     JA_UNROLL
@@ -483,17 +491,46 @@ JA_DEVICE void attn_fwd(const FwdParams& p) {
   store_tile<E>(o, out, p.o_seq_stride, rw0, s.q_len - m0, 0, p.head_dim_v, lane);
 }
 
+// Whether a block that has done the tile at row r0 of its sequence's n rows has another one: the
+// grid spans the tiles of `grid_rows` rows (seqlen_q or seqlen_k, the header's grid formulas), so
+// its next tile is that many tiles on (then r0 moves to it, and the block waits until every thread
+// is done with the shared memory of the last one). The step comes from the parameters, not the
+// grid's size (on AMD that needs the dispatch packet), and r0 is live through a tile anyway. What
+// the loop costs, from ptxas -v and llvm-readelf-22 --notes against the single-tile kernels (not
+// run on hardware): on sm_90 a few bytes of spills outside the key loops, except the d64 forward
+// (7 spill loads an iteration of its key loop); on gfx942 / gfx950 loop-carried state (kernel
+// arguments, thread offsets) raises the register counts, e.g. 237 -> 289 VGPRs for dq d128 (two
+// waves a SIMD -> one), 163 -> 208 for dq d64 (three -> two), and the forwards spill SGPRs to
+// VGPR lanes (0 -> about 65 at d128).
+template <int kTile>
+JA_DEVICE bool next_tile(int& r0, int n, int grid_rows) {
+  const int step = (grid_rows / kTile + (grid_rows % kTile != 0)) * kTile;
+  if (step >= n - r0) return false;
+  r0 += step;
+  async_wait<0>();
+  barrier();
+  return true;
+}
+
+template <typename E, int D>
+JA_DEVICE void attn_fwd(const FwdParams& p) {
+  constexpr int BM = AttnConfig<D>::kRowsQ;
+  const Seq s = sequence(p, block_id_z());
+  int m0 = block_id() * BM;
+  if (m0 >= s.q_len) return;
+  do {
+    attn_fwd_tile<E, D>(p, s, m0);
+  } while (next_tile<BM>(m0, s.q_len, p.seqlen_q));
+}
+
 // ---- backward: delta ----------------------------------------------------------------------------
 
+// delta of query row r of sequence s (every thread of the block calls it: TPR threads a row,
+// reduced by shuffles; `sub` is the thread's place in its row).
 template <typename E>
-JA_DEVICE void attn_bwd_pre(const BwdParams& p) {
-  constexpr int T = attn::kPreThreads, R = attn::kPreRows, TPR = T / R;
-  static_assert(T % R == 0 && TPR <= kWarp && (TPR & (TPR - 1)) == 0);
+JA_DEVICE void attn_bwd_pre_row(const BwdParams& p, const Seq& s, int b, int h, int r, int sub) {
+  constexpr int TPR = attn::kPreThreads / attn::kPreRows;
   using Chunk = Pack<uint16_t, 8>;
-  const int tid = thread_id(), b = block_id_z(), h = block_id_y();
-  const int r = block_id() * R + tid / TPR, sub = tid % TPR;
-  const Seq s = sequence(p, b);
-  if (block_id() * R >= s.q_len) return;  // the whole block (uniform)
   const bool ok = r < s.q_len;
   float acc = 0.f;
   if (ok) {
@@ -516,10 +553,24 @@ JA_DEVICE void attn_bwd_pre(const BwdParams& p) {
   }
 }
 
+template <typename E>
+JA_DEVICE void attn_bwd_pre(const BwdParams& p) {
+  constexpr int T = attn::kPreThreads, R = attn::kPreRows, TPR = T / R;
+  static_assert(T % R == 0 && TPR <= kWarp && (TPR & (TPR - 1)) == 0);
+  const int tid = thread_id(), b = block_id_z(), h = block_id_y();
+  const Seq s = sequence(p, b);
+  int r0 = block_id() * R;
+  if (r0 >= s.q_len) return;  // the whole block (uniform)
+  do {
+    attn_bwd_pre_row<E>(p, s, b, h, r0 + tid / TPR, tid % TPR);
+  } while (next_tile<R>(r0, s.q_len, p.seqlen_q));
+}
+
 // ---- backward: dk, dv ---------------------------------------------------------------------------
 
+// dk and dv of key rows [n0, n0 + kRowsK) of sequence s, of the block's key head.
 template <typename E, int D>
-JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
+JA_DEVICE void attn_bwd_dkdv_tile(const BwdParams& p, const Seq& s, int n0) {
   using C = AttnConfig<D>;
   using L = AccLayout;
   constexpr int T = C::kThreads, BK = C::kRowsK, BQ = C::kDkdvRows, SPLIT = C::kDkdvSplit;
@@ -536,9 +587,7 @@ JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
 
   const int tid = thread_id(), warp = tid / kWarp, lane = tid % kWarp;
   const int kr0 = (warp / SPLIT) * kRowsW, col0 = (warp % SPLIT) * DC;
-  const int b = block_id_z(), hk = block_id_y(), n0 = block_id() * BK;
-  const Seq s = sequence(p, b);
-  if (n0 >= s.k_len) return;
+  const int b = block_id_z(), hk = block_id_y();
   const int left = p.window_left, right = p.window_right;
   const int group = p.heads_q / p.heads_k;
   const Range rows = queries_seeing(n0, imin(n0 + BK, s.k_len), s, left, right);
@@ -683,24 +732,39 @@ JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
                 p.dv_seq_stride, kr0, s.k_len - n0, col0, p.head_dim_v, lane);
 }
 
+template <typename E, int D>
+JA_DEVICE void attn_bwd_dkdv(const BwdParams& p) {
+  constexpr int BK = AttnConfig<D>::kRowsK;
+  const Seq s = sequence(p, block_id_z());
+  int n0 = block_id() * BK;
+  if (n0 >= s.k_len) return;
+  do {
+    attn_bwd_dkdv_tile<E, D>(p, s, n0);
+  } while (next_tile<BK>(n0, s.k_len, p.seqlen_k));
+}
+
 // ---- backward: dq (and dbias) -------------------------------------------------------------------
 
-// dbias rows [r0, r1) of one (batch, head): zeros everywhere except columns [c_lo, c_hi) of the
-// rows below q_len (which the dS tiles write). Every thread of the block calls it.
+// dbias rows [r0, r1) of one (batch, head) (r1 at most seqlen_q): zeros in every column below
+// ncols (seqlen_k) except columns [c_lo, c_hi) of the rows below q_len (which the dS tiles write).
+// Every thread of the block calls it.
 template <int THREADS>
 JA_DEVICE void zero_dbias(float* dbias, long long row_stride, int r0, int r1, int c_lo, int c_hi,
                           const Seq& s, int ncols) {
   for (int r = r0; r < r1; ++r) {
     float* row = dbias + r * row_stride;
     const bool inside = r < s.q_len;
-    const int a = inside ? c_lo : ncols, z = inside ? c_hi : ncols;
+    const int a = inside ? imin(c_lo, ncols) : ncols, z = inside ? c_hi : ncols;
     for (int c = thread_id(); c < a; c += THREADS) row[c] = 0.f;
     for (int c = z + thread_id(); c < ncols; c += THREADS) row[c] = 0.f;
   }
 }
 
+// dq (and dbias) of query rows [mb, mb + kRowsQ) of sequence s, the block's query head, in passes
+// of kDqRows rows, below rows_end (the sequence's end, or with a dbias also seqlen_q: dbias rows
+// past a varlen sequence get zeros).
 template <typename E, int D>
-JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
+JA_DEVICE void attn_bwd_dq_tile(const BwdParams& p, const Seq& s, int mb, int rows_end) {
   using C = AttnConfig<D>;
   using L = AccLayout;
   constexpr int T = C::kThreads, BMQ = C::kRowsQ, BM = C::kDqRows, BN = C::kDqKeys;
@@ -718,8 +782,7 @@ JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
 
   const int tid = thread_id(), warp = tid / kWarp, lane = tid % kWarp;
   const int rw0 = (warp / SPLIT) * kRowsW, col0 = (warp % SPLIT) * DC;
-  const int b = block_id_z(), h = block_id_y(), mb = block_id() * BMQ;
-  const Seq s = sequence(p, b);
+  const int b = block_id_z(), h = block_id_y();
   const int hk = h / (p.heads_q / p.heads_k);
   const int left = p.window_left, right = p.window_right;
   float* const dbias =
@@ -736,7 +799,7 @@ JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
 
   for (int pass = 0; pass < BMQ / BM; ++pass) {
     const int m0 = mb + pass * BM;
-    if (m0 >= p.seqlen_q) break;
+    if (m0 >= rows_end) break;
     if (m0 >= s.q_len) {  // rows past this sequence (varlen): only their dbias, zeros
       if (dbias != nullptr) {
         zero_dbias<T>(dbias, p.dbias_row_stride, m0, imin(m0 + BM, p.seqlen_q), 0, 0, s,
@@ -809,7 +872,8 @@ JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
                 const float z = dropping ? drop.z(h, qi, kj) : 1.f;
                 ds = pr * (z * dp[i][j][e] - dlt[i][sl]);
               }
-              if (dbias != nullptr && qi < s.q_len && kj < s.k_len) {
+              if (dbias != nullptr && qi < s.q_len && kj < s.k_len && qi < p.seqlen_q &&
+                  kj < p.seqlen_k) {
                 dbias[qi * p.dbias_row_stride + kj] = ds;
               }
             }
@@ -840,6 +904,18 @@ JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
                   p.dq_seq_stride, rw0, s.q_len - m0, col0, p.head_dim, lane);
     barrier();  // the next pass reloads Q and dO
   }
+}
+
+template <typename E, int D>
+JA_DEVICE void attn_bwd_dq(const BwdParams& p) {
+  constexpr int BMQ = AttnConfig<D>::kRowsQ;
+  const Seq s = sequence(p, block_id_z());
+  const int rows_end = p.dbias != nullptr ? imax(s.q_len, p.seqlen_q) : s.q_len;
+  int mb = block_id() * BMQ;
+  if (mb >= rows_end) return;
+  do {
+    attn_bwd_dq_tile<E, D>(p, s, mb, rows_end);
+  } while (next_tile<BMQ>(mb, rows_end, p.seqlen_q));
 }
 
 // ---- GQA fold, dropout mask ---------------------------------------------------------------------

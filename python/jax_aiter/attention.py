@@ -21,7 +21,8 @@ Semantics (every tier and backend):
   * dropout: a JAX PRNG key (``dropout_key``); the mask is a pure function of (key, batch, head,
     row, col) (Philox4x32-10), the same in forward and backward, on every backend and tier;
     ``dropout_mask`` returns it. Kept probabilities are scaled by 1 / (1 - p).
-  * A query that sees no key gets out = 0 and lse = +inf (as flash-attn).
+  * A query that sees no key gets out = 0 and lse = +inf (as flash-attn). NaN in gives NaN out: a
+    row with a NaN score (NaN in q, k, bias or its ALiBi slope) gets NaN out, lse and gradients.
   * lse: float32 [b, hq, sq] (varlen: [hq, total_q]), natural log; returned with
     return_lse=True, as a non-differentiable value (its cotangent is not propagated, as in
     flash-attn).
@@ -30,8 +31,10 @@ Semantics (every tier and backend):
   * varlen: cu_seqlens_* are int32 [nseq + 1] arrays (traced is fine: usable under jit);
     max_seqlen_* are required Python ints bounding every sequence. When cu_seqlens are concrete
     they are checked here (non-decreasing, from 0 to the total, no sequence longer than its
-    max_seqlen); traced offsets cannot be checked without a device sync: the kernels clamp them
-    and never read or write out of bounds, but a bad offset gives unspecified values.
+    max_seqlen); traced offsets cannot be checked without a device sync. The kernels treat
+    max_seqlen_* as a launch size only: a longer sequence is still computed whole, forward and
+    backward, on every tier. They clamp offsets into [0, total] and never read or write out of
+    bounds, but decreasing or overlapping offsets give unspecified values.
 """
 
 from __future__ import annotations
@@ -398,6 +401,9 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
     sequence s is rows cu_seqlens[s]:cu_seqlens[s + 1].
 
     Returns out [total_q, hq, dv], or (out, lse) with lse float32 [hq, total_q].
+    ``max_seqlen_q`` / ``max_seqlen_k`` (>= 1) should bound every sequence: concrete cu_seqlens
+    longer than them are an error; traced ones cannot be checked, and a longer sequence is then
+    computed whole all the same (the maxima only size the kernels' launches).
     """
     op = "flash_attn_varlen"
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):

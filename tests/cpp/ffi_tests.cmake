@@ -9,7 +9,7 @@ if(NOT TARGET XlaFfi::headers)
 endif()
 
 jax_aiter_test(test_ffi_rmsnorm)
-target_link_libraries(test_ffi_rmsnorm PRIVATE jax_aiter::jax_aiter)
+target_link_libraries(test_ffi_rmsnorm PRIVATE jax_aiter::jax_aiter jax_aiter_test_reference)
 # The results tests run the Host kernels and a float64 reference over shapes up to 600 x 4096 in
 # three dtypes: about 30 s unoptimised, a few seconds at -O2. Optimise unless a build type is set.
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)

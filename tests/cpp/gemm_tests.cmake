@@ -11,6 +11,7 @@ endif()
 
 if(TARGET XlaFfi::headers)
   jax_aiter_test(test_ffi_gemm)
+  target_link_libraries(test_ffi_gemm PRIVATE jax_aiter_test_reference)
   # The host twins multiply for real: a few seconds optimised, much longer unoptimised.
   if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
     target_compile_options(test_ffi_gemm PRIVATE -O2)

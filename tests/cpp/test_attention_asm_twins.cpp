@@ -623,6 +623,38 @@ TEST(AiterFmhaTwins, Gfx942VarlenPlans) {
   for (const Case& c : cases) check_case(c);
 }
 
+// Issue 23: max_seqlen below a sequence's length (traced offsets, which nobody checks). The
+// forward's group-mode grid spans total_q's tiles (AITER's), and ours of the backward's three
+// kernels total_q / total_k's: every row and key of the longer sequences is computed whole.
+TEST(AiterFmhaTwins, VarlenSequencesLongerThanMaxSeqlen) {
+  for (Arch arch : {k942, k950}) {
+    const Case c = with(varlen(mk(arch == k942 ? "942 varlen past max_seqlen causal"
+                                               : "950 varlen past max_seqlen causal",
+                                  arch, kBF, 0, 0, 0, 4, 2, 128, 128, true),
+                               {{300, 200}, {1, 1}, {130, 270}}),
+                        [](Case& cc) { cc.sq = 100, cc.sk = 90; });
+    check_case(c);
+  }
+}
+
+// AITER's 16-bit dq accumulator (gfx950's a16 group rows) holds max_seqlen_q rows a sequence: with
+// traced offsets a longer sequence would write past it, so the tier takes varlen with atomic32
+// only (our kernels run the rest).
+TEST(AiterFmhaTwins, Gfx950VarlenA16IsDeclined) {
+  for (bool a32 : {false, true}) {
+    const Case c =
+        with(varlen(mk("950 varlen f16 d120", k950, kF16, 0, 0, 0, 2, 2, 120, 120, false),
+                    {{50, 80}, {0, 9}, {31, 1}}),
+             [&](Case& cc) { cc.a32 = a32, cc.fwd = false; });
+    Problem p(c);
+    const ja::Verdict v = ops::FlashAttnBwdAsmTier::supports(p.bwd_params(0), c.target()).verdict();
+    EXPECT_EQ(v.ok(), a32) << v.text();
+    if (!a32) {
+      EXPECT_NE(v.text().find("atomic32 only"), std::string::npos) << v.text();
+    }
+  }
+}
+
 // Four dqdkdv symbols name a gfx942 build (ts 192) and a gfx950 one (ts 256); the registry is keyed
 // by symbol, so the one twin must take each plan's tile from its Ts.
 TEST(AiterFmhaTwins, SharedSymbolsTakeTheirPlansTile) {
@@ -647,8 +679,8 @@ TEST(AiterFmhaTwins, SharedSymbolsTakeTheirPlansTile) {
     grid_x[arch == k950] = l->grid.x;
   }
   EXPECT_EQ(symbol[0], symbol[1]);
-  EXPECT_EQ(grid_x[0], 2u);  // (cdiv(400, 192) + 1) / 2
-  EXPECT_EQ(grid_x[1], 1u);  // (cdiv(400, 256) + 1) / 2
+  EXPECT_EQ(grid_x[0], 2u);  // (cdiv(total_k 403, 192) + 1) / 2
+  EXPECT_EQ(grid_x[1], 1u);  // (cdiv(total_k 403, 256) + 1) / 2
 }
 
 TEST(AiterFmhaTwins, Gfx950Plans) {
@@ -666,9 +698,6 @@ TEST(AiterFmhaTwins, Gfx950Plans) {
            [](Case& c) { c.fwd = false, c.det = true; }),
       varlen(mk("950 varlen hd128 causal a32", k950, kBF, 0, 0, 0, 2, 1, 128, 128, true),
              {{0, 3}, {1, 1}, {290, 300}, {2, 0}}),
-      with(varlen(mk("950 varlen a16 f16 d120", k950, kF16, 0, 0, 0, 2, 2, 120, 120, false),
-                  {{50, 80}, {0, 9}, {31, 1}}),
-           [](Case& c) { c.a32 = false, c.fwd = false; }),
       with(varlen(mk("950 varlen a32 f16 d128 gqa", k950, kF16, 0, 0, 0, 4, 2, 128, 128, true),
                   {{40, 300}, {7, 0}}),
            [](Case& c) { c.fwd = false; }),

@@ -475,7 +475,8 @@ Params params(const Case& c) {
 // ---- the rules, written again -------------------------------------------------------------------
 
 // Our normalised mask (the lead's attention_params.hpp, restated): left >= sk - 1 and
-// right >= sq - 1 are no bounds; causal is (left, 0). kind: 0 none, 1 causal, 2 window.
+// right >= sq - 1 are no bounds (varlen: the totals); causal is (left, 0). kind: 0 none, 1 causal,
+// 2 window.
 struct Mask {
   int kind;
   int64_t left, right;
@@ -483,8 +484,10 @@ struct Mask {
 Mask mask_of(const Case& c) {
   int64_t l = c.wl < 0 ? -1 : c.wl;
   int64_t r = c.causal ? 0 : (c.wr < 0 ? -1 : c.wr);
-  if (l >= c.sk - 1) l = -1;
-  if (r >= c.sq - 1) r = -1;
+  // No-op bounds: against the lengths, in varlen mode the totals (ours: a sequence longer than
+  // max_seqlen, from traced offsets, is computed whole with its window).
+  if (l >= (c.varlen ? c.tk() : c.sk) - 1) l = -1;
+  if (r >= (c.varlen ? c.tq() : c.sq) - 1) r = -1;
   return {l < 0 && r < 0 ? 0 : (l < 0 && r == 0 ? 1 : 2), l, r};
 }
 
@@ -584,8 +587,8 @@ BwdRef bwd_reference(const Case& c) {
       const bool pssk = a32 && (d == 64 || d == 128);
       const bool psskddv = a32 && d >= 64 && d <= 192;
       ok = basics && d >= 64 && d <= 192 && (pssk || psskddv);
-    } else {
-      ok = basics && d > 64 && d <= 128;
+    } else {  // ours: atomic32 only (AITER's a16 accumulator holds max_seqlen_q rows a sequence)
+      ok = basics && d > 64 && d <= 128 && a32;
     }
   } else {
     if (g950) cvt = 0;
@@ -823,15 +826,17 @@ void expect_bwd_plan(const Case& c, const BwdRef& r, const K::Plan& plan) {
     steps.push_back(
         {true, gqa ? "dv_expanded" : "dv", dv, uint64_t(rows_k * c.hq * c.dv * esize), {}, {}});
   }
+  // The grids span the lengths, in varlen mode the totals (ours: AITER's span the maxima).
   const uint32_t hq = uint32_t(c.hq), nb = uint32_t(c.b);
+  const int64_t span_q = c.varlen ? rows_q : c.sq, span_k = c.varlen ? rows_k : c.sk;
   steps.push_back(
-      {false, r.odo->symbol, 0, 0, {uint32_t(cdiv(c.sq, r.odo->ts)), hq, nb}, {256, 1, 1}});
-  int64_t gx = cdiv(c.sk, r.main->ts);
+      {false, r.odo->symbol, 0, 0, {uint32_t(cdiv(span_q, r.odo->ts)), hq, nb}, {256, 1, 1}});
+  int64_t gx = cdiv(span_k, r.main->ts);
   if (r.mt == 1 || r.mt == 2) gx = (gx + 1) / 2;
   steps.push_back({false, r.main->symbol, 0, 0, {uint32_t(gx), hq, nb}, {256, 1, 1}});
   if (r.post != nullptr) {
     steps.push_back(
-        {false, r.post->symbol, 0, 0, {uint32_t(cdiv(c.sq, r.post->ts)), hq, nb}, {256, 1, 1}});
+        {false, r.post->symbol, 0, 0, {uint32_t(cdiv(span_q, r.post->ts)), hq, nb}, {256, 1, 1}});
   }
   if (gqa) {
     const std::string_view reduce = c.dtype == DType::kBF16 ? "jax_aiter_attn_gqa_reduce_bf16"
@@ -1357,11 +1362,12 @@ TEST(BackwardPlan, Gfx942VarlenGqa) {
   EXPECT_EQ(odo.kernel->symbol, "_ZN5aiter28fmha_bwd_hd64_odo_fp16_groupE");
   EXPECT_EQ(main.kernel->symbol, "_ZN5aiter43fmha_bwd_hd64_fp16_causal_br_a32_pssk_groupE");
   EXPECT_EQ(post.kernel->symbol, "_ZN5aiter35fmha_bwd_hd64_dq_convert_fp16_groupE");
-  EXPECT_EQ(odo.grid, (K::Dim3{2, 8, 2}));
-  EXPECT_EQ(main.grid, (K::Dim3{1, 8, 2}));
-  EXPECT_EQ(post.grid, (K::Dim3{4, 8, 2}));
-  EXPECT_EQ(u32_at(odo, 64), 0u);      // BAs_o
-  EXPECT_EQ(u32_at(odo, 144), 1200u);  // Hs_d: lse's [hq, total_q]
+  // Over total_q / total_k's tiles (AITER: the maxima's), so a longer sequence is covered.
+  EXPECT_EQ(odo.grid, (K::Dim3{3, 8, 2}));   // 300 rows, 128 a tile
+  EXPECT_EQ(main.grid, (K::Dim3{2, 8, 2}));  // 500 keys: 3 tiles of 192, paired
+  EXPECT_EQ(post.grid, (K::Dim3{5, 8, 2}));  // 300 rows, 64 a tile
+  EXPECT_EQ(u32_at(odo, 64), 0u);            // BAs_o
+  EXPECT_EQ(u32_at(odo, 144), 1200u);        // Hs_d: lse's [hq, total_q]
   EXPECT_EQ(u32_at(odo, 160), 0u);
   EXPECT_EQ(u32_at(odo, 192), 300u);
   EXPECT_EQ(ptr_at(odo, 224), kCuQ);

@@ -1,7 +1,7 @@
 // The host twins of our portable attention kernels (host_twins/attention.hpp), called through the
 // HostTwins registry by symbol with argument structs packed here by hand (the ABI under test) and
 // the grids of kernels/shared/attention.h, against a float64 reference written here with plain
-// loops (its own mask, ALiBi, dropout RNG and sequence clamping; softmax with max subtraction in
+// loops (its own mask, ALiBi, dropout RNG and offset clamping; softmax with max subtraction in
 // double). Outputs are poisoned (NaN bits) and fenced by guard bytes first: an unwritten element,
 // a short grid's missing rows and a write out of bounds all fail. Tolerances are
 // |got - ref| <= atol + rtol |ref| per dtype: rtol the output's rounding, atol a small fraction of
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -291,6 +292,7 @@ struct Problem {
   void clear_cache() { cached.clear(); }
   bool varlen = false;
   int64_t nseq = 0, SQ = 0, SK = 0, rows_q = 0, rows_k = 0;
+  int64_t LQ = 0;                       // the longest query sequence (SQ or more in varlen mode)
   std::vector<int64_t> q0, k0, lq, lk;  // each sequence's first row and length (our reading)
   Layout lq_in, lk_in, lv_in, ldo_in, lo, ldq, ldk, ldv;
   Buf q, k, v, dout, bias, alibi;
@@ -307,17 +309,18 @@ struct Problem {
     if (varlen) {
       nseq = static_cast<int64_t>(c.cu_q.size()) - 1;
       SQ = c.max_q, SK = c.max_k, rows_q = c.total_q, rows_k = c.total_k;
-      for (int64_t b = 0; b < nseq; ++b) {  // clamp into [0, total], end >= start, len <= max
-        auto seq = [&](const std::vector<int>& cu, int64_t total, int64_t mx, int64_t& start,
-                       int64_t& len) {
+      // Offsets clamped into [0, total], end >= start. The maxima only size the grids: a longer
+      // sequence is computed whole.
+      for (int64_t b = 0; b < nseq; ++b) {
+        auto seq = [&](const std::vector<int>& cu, int64_t total, int64_t& start, int64_t& len) {
           start = std::min<int64_t>(std::max<int64_t>(cu[static_cast<size_t>(b)], 0), total);
           const int64_t end =
               std::min<int64_t>(std::max<int64_t>(cu[static_cast<size_t>(b + 1)], start), total);
-          len = std::min(end - start, mx);
+          len = end - start;
         };
         int64_t s0, l0, s1, l1;
-        seq(c.cu_q, c.total_q, c.max_q, s0, l0);
-        seq(c.cu_k, c.total_k, c.max_k, s1, l1);
+        seq(c.cu_q, c.total_q, s0, l0);
+        seq(c.cu_k, c.total_k, s1, l1);
         q0.push_back(s0), lq.push_back(l0), k0.push_back(s1), lk.push_back(l1);
       }
     } else {
@@ -325,6 +328,7 @@ struct Problem {
       for (int64_t b = 0; b < nseq; ++b)
         q0.push_back(0), lq.push_back(SQ), k0.push_back(0), lk.push_back(SK);
     }
+    LQ = std::max(SQ, lq.empty() ? 0 : *std::max_element(lq.begin(), lq.end()));
     auto layout = [&](int64_t heads, int64_t dim, int64_t pad, int64_t seqlen) {
       Layout l;
       l.head_stride = dim;
@@ -390,7 +394,10 @@ struct Problem {
   int64_t dbias_at(int64_t b, int64_t h, int64_t i, int64_t j) const {
     return ((b * c.hq + h) * SQ + i) * SK + j;
   }
+  // Past the bias's [SQ, SK] (a varlen sequence longer than its maximum), along a dimension it
+  // has whole: no bias (0), as the kernels read it.
   double bias_value(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    if ((bias_dims[2] > 1 && i >= SQ) || (bias_dims[3] > 1 && j >= SK)) return 0;
     const int64_t idx[4] = {bias_dims[0] > 1 ? b : 0, bias_dims[1] > 1 ? h : 0,
                             bias_dims[2] > 1 ? i : 0, bias_dims[3] > 1 ? j : 0};
     return bias.get(((idx[0] * bias_dims[1] + idx[1]) * bias_dims[2] + idx[2]) * bias_dims[3] +
@@ -428,9 +435,9 @@ struct Problem {
 };
 
 const RowSoftmax& softmax_row(const Problem& pr, int64_t b, int64_t h, int64_t i) {
-  const auto slot = static_cast<size_t>((b * pr.c.hq + h) * pr.SQ + i);
+  const auto slot = static_cast<size_t>((b * pr.c.hq + h) * pr.LQ + i);
   if (pr.cached.empty()) {
-    pr.cache.resize(static_cast<size_t>(pr.nseq * pr.c.hq * pr.SQ));
+    pr.cache.resize(static_cast<size_t>(pr.nseq * pr.c.hq * pr.LQ));
     pr.cached.assign(pr.cache.size(), 0);
   }
   RowSoftmax& r = pr.cache[slot];
@@ -482,8 +489,12 @@ Grids full_grids(const Problem& p) {
           grid3(p.SK, ka::kRowsK[p.bucket], p.c.hk, p.nseq),
           grid3(p.SQ, ka::kRowsQ[p.bucket], p.c.hq, p.nseq)};
 }
-bool covers(kn::Dim3 g, int64_t tile, int64_t row, int64_t head, int64_t b) {
-  return row / tile < g.x && head < g.y && b < g.z;
+// Whether a grid covers a row: block x owns the tiles x, x + G, x + 2 G, ... of its sequence, G
+// the tiles of `span` rows (SQ, or SK for dkdv: the grid formula's width), so a full grid covers a
+// varlen sequence longer than its maximum too, and a short one misses its missing blocks' tiles.
+bool covers(kn::Dim3 g, int64_t tile, int64_t span, int64_t row, int64_t head, int64_t b) {
+  const int64_t width = std::max<int64_t>((span + tile - 1) / tile, 1);
+  return (row / tile) % width < g.x && head < g.y && b < g.z;
 }
 
 // The fields the forward and backward structs share, filled field by field.
@@ -627,7 +638,7 @@ RefFwd ref_forward(const Problem& p, kn::Dim3 grid, Only only = {}) {
       const int64_t hk = h / (p.c.hq / p.c.hk);
       if (only.skips(b, hk)) continue;
       for (int64_t i = 0; i < p.lq[static_cast<size_t>(b)]; ++i) {
-        if (!covers(grid, rows, i, h, b)) continue;
+        if (!covers(grid, rows, p.SQ, i, h, b)) continue;
         const RowSoftmax& sm = softmax_row(p, b, h, i);
         const int64_t oo = Problem::at(p.lo, q0, b, i, h);
         std::vector<double> acc(static_cast<size_t>(p.c.dv));
@@ -682,7 +693,7 @@ RefBwd ref_backward(const Problem& p, const Buf& out, const Grids& g, Only only 
               delta += t;
               delta_abs += std::abs(t);
             }
-            if (covers(g.pre, ka::kPreRows, i, h, b))
+            if (covers(g.pre, ka::kPreRows, p.SQ, i, h, b))
               r.delta.put(p.lse_at(b, h, i), delta, delta_abs);
             const RowSoftmax& sm = softmax_row(p, b, h, i);
             const int64_t qo = Problem::at(p.lq_in, q0, b, i, h);
@@ -716,12 +727,14 @@ RefBwd ref_backward(const Problem& p, const Buf& out, const Grids& g, Only only 
               at(dka, j) += p.scale * dsij_abs;
               at(dva, j) += pij * zz;
             }
-            if (covers(g.dq, rq, i, h, b)) {
+            if (covers(g.dq, rq, p.SQ, i, h, b)) {
               const int64_t dqo = Problem::at(p.ldq, q0, b, i, h);
               for (int64_t e = 0; e < d; ++e) r.dq.put(dqo + e, at(dq, e), dqa);
             }
           }
-          if (p.c.bias && covers(g.dq, rq, i, h, b)) {  // the dq kernel's rows, every column
+          // The dq kernel's rows, every column, within [SQ, SK] (a varlen sequence longer than its
+          // maximum writes no dbias past it).
+          if (p.c.bias && i < p.SQ && covers(g.dq, rq, p.SQ, i, h, b)) {
             for (int64_t j = 0; j < p.SK; ++j) {
               const bool in = j < sk && i < sq;
               r.dbias.put(p.dbias_at(b, h, i, j), in ? at(ds, j) : 0.0, in ? at(dsa, j) : 0.0);
@@ -730,7 +743,7 @@ RefBwd ref_backward(const Problem& p, const Buf& out, const Grids& g, Only only 
         }
       }
       for (int64_t j = 0; j < sk; ++j) {
-        if (!covers(g.dkdv, rk, j, hk, b)) continue;
+        if (!covers(g.dkdv, rk, p.SK, j, hk, b)) continue;
         const int64_t dko = Problem::at(p.ldk, k0, b, j, hk),
                       dvo = Problem::at(p.ldv, k0, b, j, hk);
         for (int64_t e = 0; e < d; ++e) r.dk.put(dko + e, at(dk, j * d + e), at(dka, j));
@@ -1130,9 +1143,9 @@ TEST(AttnTwins, Varlen) {
 }
 
 TEST(AttnTwins, VarlenOffsetsAreClamped) {
-  // cu_seqlens_q: a sequence longer than max_seqlen_q (rows 25..29 belong to none and stay
-  // unwritten), an end past total_q. cu_seqlens_k: a negative start, an empty sequence, an end past
-  // total_k, a sequence clamped to max_seqlen_k (keys 45..49 never written).
+  // cu_seqlens_q: a sequence longer than max_seqlen_q (computed whole), an end past total_q.
+  // cu_seqlens_k: a negative start, an empty sequence, an end past total_k, a sequence longer than
+  // max_seqlen_k (computed whole). The bias and dbias cover [max_q, max_k] only.
   for (DType t : kDtypes) {
     Config c;
     c.dtype = t, c.hq = 2, c.hk = 1, c.d = 64, c.dv = 64, c.right = 0, c.bias = true;
@@ -1164,6 +1177,86 @@ TEST(AttnTwins, VarlenOffsetsAreClamped) {
   }
 }
 
+// Issue 23: max_seqlen below a sequence's length (traced offsets under jit, which nobody checks)
+// left the rows past it unwritten and the keys past max_seqlen_k unseen. The maxima only size the
+// grids: each block loops over its sequence's tiles x, x + grid.x, ..., so every row and key of
+// every sequence is computed, with every feature (dropout's counter, ALiBi and the window at the
+// rows and keys past the maxima; bias and dbias within their [max_q, max_k]).
+TEST(AttnTwins, VarlenSequencesLongerThanMaxSeqlenAreComputedWhole) {
+  const std::vector<std::pair<int, int>> lens = {{150, 90}, {40, 200}, {70, 9}, {1, 3}};
+  uint64_t seed = 950;
+  for (DType t : kDtypes) {
+    for (int64_t max_len : {40, 64}) {
+      Config c;
+      c.dtype = t, c.hq = 4, c.hk = 2, c.d = 64, c.dv = 64, c.right = 0, c.left = 70;
+      c.alibi = 2, c.dropout = 0.2, c.seed = seed++;
+      c = with_lengths(c, lens);
+      c.max_q = c.max_k = max_len;
+      EXPECT_TRUE(check_problem(c));
+    }
+    Config c;  // d 128 and d 256 buckets (other tiles), with a bias over [max_q, max_k]
+    c.dtype = t, c.hq = 2, c.hk = 1, c.d = 192, c.dv = 128, c.bias = true;
+    c.bias_full = {false, true, true, true}, c.seed = seed++;
+    c = with_lengths(c, {{130, 70}, {20, 140}});
+    c.max_q = c.max_k = 50;
+    EXPECT_TRUE(check_problem(c));
+    c.d = 128, c.bias = false, c.seed = seed++;
+    EXPECT_TRUE(check_problem(c));
+  }
+}
+
+// Issue 23: a NaN ALiBi slope made every score of its (batch, head) NaN, which read as "no visible
+// key" (out 0, lse +inf). NaN in gives NaN out: that (batch, head)'s out, lse and dq, and dk, dv
+// of its key head, written as NaN; every other value as with a finite slope there, bit for bit.
+TEST(AttnTwins, NanAlibiSlopeGivesNaN) {
+  for (DType t : kDtypes) {
+    for (bool varlen : {false, true}) {
+      Config c;
+      c.dtype = t, c.batch = 2, c.sq = 70, c.sk = 90, c.hq = 4, c.hk = 2, c.d = 64, c.dv = 64;
+      c.alibi = 2, c.right = 0, c.seed = 970 + varlen;
+      if (varlen) c = with_lengths(c, {{70, 90}, {65, 80}});
+      Problem p(c);
+      const Grids g = full_grids(p);
+      FwdRun f0 = run_fwd(p, g.fwd);
+      BwdRun b0 = run_bwd(p, f0, g);
+      const int64_t nb = 1, nh = 2, nhk = 1;  // batch 1, query head 2 (key head 1)
+      p.alibi.set(nb * c.hq + nh, kNaN);
+      FwdRun f = run_fwd(p, g.fwd);
+      BwdRun b = run_bwd(p, f, g);
+      // Whether element e of a [rows, heads, dim] output lies in (batch nb, head hh).
+      const auto in_nan = [&](int64_t heads, int64_t dim, int64_t hh, bool keys, int64_t e) {
+        const int64_t row = e / (heads * dim), h = e / dim % heads;
+        const auto s = static_cast<size_t>(nb);
+        const int64_t start = varlen ? (keys ? p.k0[s] : p.q0[s]) : nb * (keys ? p.SK : p.SQ);
+        const int64_t len = keys ? p.lk[s] : p.lq[s];
+        return h == hh && row >= start && row < start + len;
+      };
+      const auto check = [&](const Buf& got, const Buf& finite, const std::string& what,
+                             const std::function<bool(int64_t)>& nan_at) {
+        int64_t nans = 0, bad = 0;
+        for (int64_t e = 0; e < got.n; ++e) {
+          if (nan_at(e)) {
+            nans += std::isnan(got.get(e)) && !got.poisoned(e);
+            bad += !(std::isnan(got.get(e)) && !got.poisoned(e));
+          } else {
+            bad += got.raw(e) != finite.raw(e);
+          }
+        }
+        EXPECT_EQ(bad, 0) << what << (varlen ? " varlen" : " batch");
+        EXPECT_GT(nans, 0) << what;
+      };
+      check(f.out, f0.out, "out", [&](int64_t e) { return in_nan(c.hq, c.dv, nh, false, e); });
+      check(f.lse, f0.lse, "lse", [&](int64_t e) {
+        const int64_t i0 = p.lse_at(nb, nh, 0);
+        return e >= i0 && e < i0 + p.lq[static_cast<size_t>(nb)];
+      });
+      check(b.dq, b0.dq, "dq", [&](int64_t e) { return in_nan(c.hq, c.d, nh, false, e); });
+      check(b.dk, b0.dk, "dk", [&](int64_t e) { return in_nan(c.hk, c.d, nhk, true, e); });
+      check(b.dv, b0.dv, "dv", [&](int64_t e) { return in_nan(c.hk, c.dv, nhk, true, e); });
+    }
+  }
+}
+
 // ---- grids --------------------------------------------------------------------------------------
 
 // The reference of a full grid with the rows a short grid does not cover marked unwritten.
@@ -1173,7 +1266,7 @@ void uncover_rows(const Problem& p, Ref& r, const Layout& l, bool keys, int64_t 
     const auto s = static_cast<size_t>(b);
     for (int64_t h = 0; h < (keys ? p.c.hk : p.c.hq); ++h) {
       for (int64_t i = 0; i < (keys ? p.lk[s] : p.lq[s]); ++i) {
-        if (covers(g, tile, i, h, b)) continue;
+        if (covers(g, tile, keys ? p.SK : p.SQ, i, h, b)) continue;
         const int64_t o = Problem::at(l, keys ? p.k0[s] : p.q0[s], b, i, h);
         for (int64_t e = 0; e < dim; ++e) r.v[static_cast<size_t>(o + e)] = kNaN;
       }
@@ -1184,13 +1277,13 @@ void uncover_stats(const Problem& p, Ref& r, kn::Dim3 g, int64_t tile) {  // lse
   for (int64_t b = 0; b < p.nseq; ++b)
     for (int64_t h = 0; h < p.c.hq; ++h)
       for (int64_t i = 0; i < p.lq[static_cast<size_t>(b)]; ++i)
-        if (!covers(g, tile, i, h, b)) r.v[static_cast<size_t>(p.lse_at(b, h, i))] = kNaN;
+        if (!covers(g, tile, p.SQ, i, h, b)) r.v[static_cast<size_t>(p.lse_at(b, h, i))] = kNaN;
 }
 void uncover_dbias(const Problem& p, Ref& r, kn::Dim3 g, int64_t tile) {
   for (int64_t b = 0; b < p.nseq; ++b)
     for (int64_t h = 0; h < p.c.hq; ++h)
       for (int64_t i = 0; i < p.SQ; ++i)
-        if (!covers(g, tile, i, h, b))
+        if (!covers(g, tile, p.SQ, i, h, b))
           for (int64_t j = 0; j < p.SK; ++j)
             r.v[static_cast<size_t>(p.dbias_at(b, h, i, j))] = kNaN;
 }

@@ -358,6 +358,39 @@ TEST(FfiAttention, VarlenWindows) {
   }
 }
 
+// Issue 23: max_seqlen below a sequence's length (cu_seqlens traced under jit: nothing checks them)
+// left the rows past it uninitialised and the keys past max_seqlen_k unseen. The maxima only size
+// the launches: every row and key is computed, on every tier (AITER's ASM backward is launched over
+// total_q / total_k's tiles in varlen mode, as its forward always was). A window wider than
+// max_seqlen_k still bounds the longer sequences (its no-op test reads the totals in varlen mode).
+TEST(FfiAttention, VarlenSequencesLongerThanMaxSeqlenEveryTier) {
+  std::vector<Tier> tiers = kAutoTiers;
+  tiers.insert(tiers.end(), kAsmTiers.begin(), kAsmTiers.end());
+  for (const Tier& t : tiers) {
+    Problem p{.lens_q = {200, 1, 131},
+              .lens_k = {180, 64, 300},
+              .hq = 4,
+              .hk = 1,
+              .d = 128,
+              .dv = 128,
+              .causal = true,
+              .max_q = 100,
+              .max_k = 90};
+    VarlenCall c(p, 19);
+    SCOPED_TRACE(t.tier + " " + t.arch);
+    check(c, t);
+  }
+  Problem p{.lens_q = {150, 40},
+            .lens_k = {90, 200},
+            .causal = true,
+            .left = 70,
+            .max_q = 40,
+            .max_k = 60};
+  VarlenCall c(p, 23);
+  SCOPED_TRACE("window (70, 0)");
+  check(c, kPortable);
+}
+
 // cu_seqlens are device data the handler never reads: a decreasing or short one is the caller's
 // error (Python rejects concrete ones), but the kernels clamp every entry into [0, total], so the
 // call reads and writes nothing out of bounds (ASan) and every written value is finite.

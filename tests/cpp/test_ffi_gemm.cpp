@@ -1,7 +1,8 @@
 // aiter.gemm through its FFI handler on the Host backend (no XLA, no GPU): values of both tiers
-// against a float64 reference written here, outputs poisoned first; every AITER BF16 row forced
-// through its ABI twin on both archs, split-K included, with the plan's own memset and workspace;
-// the split-K contract (semaphore zero on entry, left zero on exit); every bad input.
+// against a float64 reference (a b^T, reference_testing.hpp), outputs poisoned first; every AITER
+// BF16 row forced through its ABI twin on both archs, split-K included, with the plan's own memset
+// and workspace; the split-K contract (semaphore zero on entry, left zero on exit); every bad
+// input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,8 +22,10 @@
 #include "jax_aiter/runtime/host.hpp"
 #include "jax_aiter/testing/fake_ffi.hpp"
 #include "jax_aiter/testing/host_array.hpp"
+#include "reference_testing.hpp"
 
 namespace ja = jax_aiter;
+namespace f64 = jax_aiter::reference;
 namespace fake = jax_aiter::testing;
 namespace ops = jax_aiter::ops;
 using fake::Array;
@@ -95,22 +98,21 @@ struct GemmCall {
   }
 
   // |out - ref| <= u_out * |ref| + (16 u_f32 sqrt(K) + steps * u_out) * scale + floor, where
-  // scale = sum |a_k b_k| (+ |bias|): the output is rounded once (or `steps` times when a split's
-  // running sum is kept in out's dtype) and float32 accumulation error grows with the terms added.
+  // ref = a b^T (+ bias) in float64 and scale = sum |a_k b_k| (+ |bias|): the output is rounded
+  // once (or `steps` times when a split's running sum is kept in out's dtype) and float32
+  // accumulation error grows with the terms added.
   ::testing::AssertionResult check(int steps = 1) const {
     const double u_out = out_type == DType::kF32   ? 0x1.0p-24
                          : out_type == DType::kF16 ? 0x1.0p-11
                                                    : 0x1.0p-8;
     const double u32 = 0x1.0p-24;
+    const f64::Product want = f64::matmul_nt(
+        f64::tabulate(m, k, [&](int64_t r, int64_t kk) { return a.at(r * k + kk); }),
+        f64::tabulate(n, k, [&](int64_t c, int64_t kk) { return b.at(c * k + kk); }));
     Mismatches bad;
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
-        double ref = 0, scale = 0;
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const double t = a.at(r * k + kk) * b.at(c * k + kk);
-          ref += t;
-          scale += std::abs(t);
-        }
+        double ref = want.value(r, c), scale = want.magnitude(r, c);
         if (with_bias) {
           ref += bias.at(c);
           scale += std::abs(bias.at(c));

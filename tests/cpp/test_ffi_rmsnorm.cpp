@@ -1,7 +1,7 @@
 // The RMSNorm FFI handlers, called the way XLA calls them but with no XLA: through the fake
 // runtime of jax_aiter/testing/fake_ffi.hpp. Covers the registration handshake, every decode and
-// validation error, results through the Host backend against a float64 reference written here,
-// and register_all.
+// validation error, results through the Host backend against a float64 reference
+// (reference_testing.hpp, Eigen), and register_all.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "jax_aiter/ffi/binder.hpp"
@@ -29,8 +30,10 @@
 #include "jax_aiter/runtime/host.hpp"
 #include "jax_aiter/testing/fake_ffi.hpp"
 #include "jax_aiter/testing/host_array.hpp"
+#include "reference_testing.hpp"
 
 namespace ja = jax_aiter;
+namespace f64 = jax_aiter::reference;
 namespace fake = jax_aiter::testing;
 namespace ops = jax_aiter::ops;
 using ja::DType;
@@ -216,47 +219,33 @@ TEST(RmsNormFfiChecker, PoisonNeverPasses) {
 
 // ---- float64 references --------------------------------------------------------------------
 
+// rows x n views of the flat buffers for the float64 references (reference_testing.hpp, Eigen).
+f64::Matrix as_rows(const std::vector<double>& flat, size_t n) {
+  f64::Matrix m(static_cast<int64_t>(flat.size() / n), static_cast<int64_t>(n));
+  m.v = flat;
+  return m;
+}
+
 // y = x * rsqrt(mean(x^2) + eps) * gamma, row by row over the last dimension.
 std::vector<double> rms_norm_ref(const std::vector<double>& x, const std::vector<double>& gamma,
                                  double eps) {
-  const size_t n = gamma.size();
-  std::vector<double> y(x.size());
-  for (size_t base = 0; base < x.size(); base += n) {
-    double ss = 0;
-    for (size_t j = 0; j < n; ++j) ss += x[base + j] * x[base + j];
-    const double r = 1.0 / std::sqrt(ss / n + eps);
-    for (size_t j = 0; j < n; ++j) y[base + j] = x[base + j] * r * gamma[j];
-  }
-  return y;
+  return f64::rms_norm(as_rows(x, gamma.size()), gamma, eps).v;
 }
 
 struct BwdRef {
   std::vector<double> dx, dgamma;
 };
 
-// With r = (mean(x^2) + eps)^-1/2 and y_j = x_j r g_j: dr/dx_k = -r^3 x_k / n, so
-//   dx_k     = r g_k dy_k - (r^3 x_k / n) * sum_j dy_j g_j x_j   [+ dresidual_k]
-//   dgamma_j = sum over rows of dy_j x_j r
+// dx (+ dresidual, which passes through the residual add) and dgamma of rms_norm.
 BwdRef rms_norm_bwd_ref(const std::vector<double>& dy, const std::vector<double>& x,
                         const std::vector<double>& gamma, const std::vector<double>* dresidual,
                         double eps) {
   const size_t n = gamma.size();
-  BwdRef out{std::vector<double>(x.size()), std::vector<double>(n, 0.0)};
-  for (size_t base = 0; base < x.size(); base += n) {
-    double ss = 0, dot = 0;
-    for (size_t j = 0; j < n; ++j) {
-      ss += x[base + j] * x[base + j];
-      dot += dy[base + j] * gamma[j] * x[base + j];
-    }
-    const double r = 1.0 / std::sqrt(ss / n + eps);
-    for (size_t j = 0; j < n; ++j) {
-      double d = r * gamma[j] * dy[base + j] - r * r * r * x[base + j] * dot / n;
-      if (dresidual) d += (*dresidual)[base + j];
-      out.dx[base + j] = d;
-      out.dgamma[j] += dy[base + j] * x[base + j] * r;
-    }
+  f64::RmsNormGrad g = f64::rms_norm_grad(as_rows(dy, n), as_rows(x, n), gamma, eps);
+  if (dresidual) {
+    for (size_t i = 0; i < g.dx.v.size(); ++i) g.dx.v[i] += (*dresidual)[i];
   }
-  return out;
+  return {std::move(g.dx.v), std::move(g.dgamma)};
 }
 
 std::vector<double> values(const Array& a) {

@@ -141,7 +141,7 @@ TEST(Selection, AgreesWithAiterWhereItsOrderDoesNotMatter) {
   }
 }
 
-// Where AITER's hash order decides, ours is the stated key (README: where and why they differ).
+// Where AITER's hash order decides, ours is the stated key (docs/ops/gemm.md says why).
 TEST(Selection, OrderSensitiveShapesFollowTheStatedKey) {
   // gfx942 256x1280x8192: AITER took 64x64_pf3 split 1 (80 blocks on 304 CUs: its later row had
   // less oob); fewer idle CUs first gives 96x64_splitk_clean split 5 (300 blocks).

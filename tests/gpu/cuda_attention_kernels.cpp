@@ -165,8 +165,11 @@ struct Case {
   bool bias_f32 = true;
   int alibi = 0;  // 0 none, 1 [hq], 2 [b, hq]
   float p = 0.f;
-  std::vector<int> lq{}, lk{};  // varlen: sequence lengths (b = lq.size()); sq, sk their maxima
+  // varlen: sequence lengths (b = lq.size()); sq, sk the maxima the call is given (below a real
+  // length: the kernels still compute every row and key, as the reference does)
+  std::vector<int> lq{}, lk{};
   bool bwd = true;
+  bool nan_slope = false;  // ALiBi slope of (batch 1 or sequence 1, head 2) NaN: its rows NaN
 };
 
 // Inputs of one problem, as the float values the device sees.
@@ -225,6 +228,7 @@ Inputs make_inputs(const Case& c, const Layout& L, std::mt19937& rng) {
     const int n = c.alibi == 1 ? c.hq : c.b * c.hq;
     for (int i = 0; i < n; ++i)
       in.slopes.push_back(std::exp2(-8.f * (i % c.hq + 1) / c.hq) * (1 + i / c.hq));
+    if (c.nan_slope) in.slopes[(c.alibi == 2 ? c.hq : 0) + 2] = NAN;
   }
   if (L.varlen) {
     for (int s = 0; s <= L.nseq; ++s) {
@@ -236,7 +240,8 @@ Inputs make_inputs(const Case& c, const Layout& L, std::mt19937& rng) {
   return in;
 }
 
-// float64 reference of the forward and the backward (semantics of notes/attention-design.md).
+// float64 reference of the forward and the backward (semantics of notes/attention-design.md). A row
+// with a NaN score gets NaN out, lse and dq, and NaN dk / dv at every key it sees.
 struct Reference {
   std::vector<double> out, lse, dq, dk, dv, dbias;
 };
@@ -278,6 +283,7 @@ Reference reference(const Case& c, const Layout& L, const Inputs& in,
       for (int i = 0; i < sq; ++i) {
         const float* qi = &in.qf[(size_t(L.q0[s] + i) * c.hq + h) * c.d];
         double m = -INFINITY;
+        bool nan_row = false;
         for (int j = 0; j < sk; ++j) {
           vis[j] = A::attn_visible(i, j, sq, sk, left, right);
           if (!vis[j]) continue;
@@ -296,9 +302,23 @@ Reference reference(const Case& c, const Layout& L, const Inputs& in,
           if (c.alibi) acc -= slope * std::abs(double(i) + sk - sq - j);
           sc[j] = acc;
           m = std::max(m, acc);
+          nan_row = nan_row || std::isnan(acc);
         }
         const size_t li = lse_index(c, L, s, h, i);
         const size_t orow = (size_t(L.q0[s] + i) * c.hq + h);
+        if (nan_row) {
+          r.lse[li] = NAN;
+          std::fill_n(&r.out[orow * c.dv], c.dv, NAN);
+          if (!backward) continue;
+          std::fill_n(&r.dq[orow * c.d], c.d, NAN);
+          for (int j = 0; j < sk; ++j) {
+            if (!vis[j]) continue;
+            const size_t krow = size_t(L.k0[s] + j) * c.hk + kh;
+            std::fill_n(&r.dk[krow * c.d], c.d, NAN);
+            std::fill_n(&r.dv[krow * c.dv], c.dv, NAN);
+          }
+          continue;
+        }
         if (m == -INFINITY) {
           r.lse[li] = INFINITY;
           continue;  // out 0, no gradient
@@ -359,7 +379,8 @@ Reference reference(const Case& c, const Layout& L, const Inputs& in,
   return r;
 }
 
-// ||got - ref|| / ||ref|| over 16-bit or float32 outputs; infinity when anything is not finite.
+// ||got - ref|| / ||ref|| over 16-bit or float32 outputs; infinity when anything is not finite
+// where the reference is, or finite where it is NaN.
 double rel_error(const std::vector<double>& ref, const std::vector<unsigned char>& got, int bytes,
                  DType t) {
   double num = 0, den = 0;
@@ -374,6 +395,10 @@ double rel_error(const std::vector<double>& ref, const std::vector<unsigned char
       std::memcpy(&h, &got[i * 2], 2);
       g = decode(t, h);
     }
+    if (std::isnan(ref[i])) {
+      if (!std::isnan(g)) return INFINITY;
+      continue;
+    }
     if (!std::isfinite(g)) return INFINITY;
     num += (g - ref[i]) * (g - ref[i]);
     den += ref[i] * ref[i];
@@ -382,12 +407,16 @@ double rel_error(const std::vector<double>& ref, const std::vector<unsigned char
   return std::sqrt(num / den);
 }
 
-// lse: +inf exactly where the reference has it, else max |got - ref|.
+// lse: +inf and NaN exactly where the reference has them, else max |got - ref|.
 double lse_error(const std::vector<double>& ref, const std::vector<unsigned char>& got) {
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     float f;
     std::memcpy(&f, &got[i * 4], 4);
+    if (std::isnan(ref[i])) {
+      if (!std::isnan(f)) return INFINITY;
+      continue;
+    }
     if (std::isinf(ref[i])) {
       if (!(std::isinf(f) && f > 0)) return INFINITY;
       continue;
@@ -769,6 +798,19 @@ std::vector<Case> cases() {
                .dv = 128,
                .causal = true,
                .alibi = 1});
+  // A NaN slope: NaN in, NaN out (its rows, their gradients, the keys they see); the rest as ever.
+  v.push_back({.name = "alibi-nan",
+               .dt = b16,
+               .b = 2,
+               .sq = 100,
+               .sk = 120,
+               .hq = 4,
+               .hk = 2,
+               .d = 64,
+               .dv = 64,
+               .causal = true,
+               .alibi = 2,
+               .nan_slope = true});
   v.push_back({.name = "alibi-b",
                .dt = DType::kF16,
                .b = 2,
@@ -854,6 +896,44 @@ std::vector<Case> cases() {
                .wr = 3,
                .lq = {180, 90},
                .lk = {100, 180}});
+  // max_seqlen below real lengths (traced offsets under jit): the grids are sized from the maxima,
+  // each block loops over its sequence's tiles, and every row and key is computed whole (a window
+  // wider than max_seqlen_k still bounds the longer sequences).
+  v.push_back({.name = "varlen-past-max",
+               .dt = b16,
+               .sq = 64,
+               .sk = 70,
+               .hq = 4,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .causal = true,
+               .lq = {200, 1, 130},
+               .lk = {150, 7, 260}});
+  v.push_back({.name = "varlen-past-max-all",
+               .dt = DType::kF16,
+               .sq = 40,
+               .sk = 50,
+               .hq = 2,
+               .hk = 1,
+               .d = 64,
+               .dv = 64,
+               .causal = true,
+               .wl = 80,
+               .alibi = 1,
+               .p = 0.2f,
+               .lq = {150, 90},
+               .lk = {90, 200}});
+  v.push_back({.name = "varlen-past-max-256",
+               .dt = b16,
+               .sq = 32,
+               .sk = 32,
+               .hq = 2,
+               .hk = 2,
+               .d = 192,
+               .dv = 128,
+               .lq = {100, 33},
+               .lk = {70, 120}});
   return v;
 }
 

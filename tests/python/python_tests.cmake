@@ -58,16 +58,23 @@ add_test(NAME python_build_handlers
 set_tests_properties(python_build_handlers PROPERTIES FIXTURES_SETUP jax_aiter_python_handlers
                                                       LABELS python)
 
-add_test(NAME python_tests
-         COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider
-                 "${CMAKE_CURRENT_LIST_DIR}"
-         WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
-set_tests_properties(python_tests PROPERTIES
-  ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1;${_twin_env}"
-  FIXTURES_REQUIRED jax_aiter_python_handlers
-  DEPENDS python_build_handlers
-  LABELS python
-  TIMEOUT 600)
+# One ctest test per test file, python_tests_<name> for tests/python/test_<name>.py (found, not
+# listed): each stays far inside its timeout on a loaded machine, and ctest spreads them over the
+# cores beside the C++ tests.
+file(GLOB _py_tests CONFIGURE_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/test_*.py")
+foreach(_py_test IN LISTS _py_tests)
+  get_filename_component(_name "${_py_test}" NAME_WE)
+  string(REGEX REPLACE "^test_" "python_tests_" _name "${_name}")
+  add_test(NAME ${_name}
+           COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider "${_py_test}"
+           WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+  set_tests_properties(${_name} PROPERTIES
+    ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1;${_twin_env}"
+    FIXTURES_REQUIRED jax_aiter_python_handlers
+    DEPENDS python_build_handlers
+    LABELS python
+    TIMEOUT 600)
+endforeach()
 
 # The README's main job: the transformer block example, on CPU, must agree with its jnp twin.
 add_test(NAME example_transformer_block
@@ -86,7 +93,7 @@ if(_jax_aiter_skb_ok EQUAL 0)
   add_test(NAME python_pip_install
            COMMAND "${CMAKE_CURRENT_LIST_DIR}/check_pip_install.sh" "${Python3_EXECUTABLE}"
                    "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_BINARY_DIR}/pip_install")
-  set_tests_properties(python_pip_install PROPERTIES LABELS python TIMEOUT 900)
+  set_tests_properties(python_pip_install PROPERTIES LABELS python TIMEOUT 900 COST 500)
 else()
   message(STATUS "jax_aiter: pip install test off (${Python3_EXECUTABLE} lacks scikit-build-core)")
 endif()

@@ -234,6 +234,37 @@ def test_alibi(slopes, causal):
     check_batch(len(slopes) + causal, 2, 64, 80, 4, 2, 64, 64, BF16, alibi=slopes, causal=causal)
 
 
+# Issue 23: a NaN slope gave finite rows (out 0, lse +inf: all-NaN scores read as "no visible
+# key"). NaN in gives NaN out: every row of that (batch, head) and its gradients, forward and
+# backward; every other (batch, head) as with a finite slope there.
+@pytest.mark.parametrize("causal", [False, True])
+def test_alibi_nan_slope_gives_nan(causal):
+    rng = np.random.default_rng(31 + causal)
+    b, sq, sk, hq, hk, d = 2, 40, 50, 4, 2, 32
+    q, dout = _rand(rng, (b, sq, hq, d), BF16), _rand(rng, (b, sq, hq, d), BF16)
+    k, v = _rand(rng, (b, sk, hk, d), BF16), _rand(rng, (b, sk, hk, d), BF16)
+    slopes = rng.uniform(0.05, 0.5, (b, hq))
+    finite = jnp.asarray(slopes, F32)
+    slopes[1, 2] = np.nan  # batch 1, query head 2 (key head 1)
+
+    def fwd_bwd(q, k, v, slopes):
+        f = lambda q, k, v: jax_aiter.flash_attn_func(q, k, v, causal=causal,  # noqa: E731
+                                                      alibi_slopes=slopes, return_lse=True)
+        (out, lse), vjp = jax.vjp(f, q, k, v)
+        return out, lse, *vjp((dout, jnp.zeros_like(lse)))
+
+    got = jax.jit(fwd_bwd)(q, k, v, jnp.asarray(slopes, F32))
+    ref = jax.jit(fwd_bwd)(q, k, v, finite)
+    nan = {"out": np.s_[1, :, 2], "lse": np.s_[1, 2], "dq": np.s_[1, :, 2], "dk": np.s_[1, :, 1],
+           "dv": np.s_[1, :, 1]}
+    for name, g, r in zip(nan, got, ref):
+        g, r = np.array(to64(g)), np.array(to64(r))
+        assert np.isnan(g[nan[name]]).all(), f"{name}: finite where the slope is NaN"
+        g[nan[name]] = r[nan[name]] = 0
+        assert np.isfinite(g).all(), f"{name}: NaN outside the NaN slope's rows"
+        np.testing.assert_array_equal(g, r, err_msg=name)
+
+
 @pytest.mark.parametrize("p", [0.1, 0.5])
 @pytest.mark.parametrize("causal", [False, True])
 def test_dropout(p, causal):
@@ -287,8 +318,9 @@ def check_varlen(seed, lens_q, lens_k, hq, hk, d, dv, dtype, causal=False, windo
                                            jnp.asarray(cu_k))
     assert lse.shape == (hq, tq)
     keep = None
-    if dropout_p > 0:
-        keep = np.asarray(jax_aiter.dropout_mask(key, nseq, hq, max_q, max_k, dropout_p))
+    if dropout_p > 0:  # the bits of every row and key, also past max_seqlen (a pure function)
+        keep = np.asarray(jax_aiter.dropout_mask(key, nseq, hq, max(max(lens_q), max_q),
+                                                 max(max(lens_k), max_k), dropout_p))
     left, right = window
     if causal:
         right = 0
@@ -336,6 +368,49 @@ def test_varlen_max_seqlen_above_the_longest():
 def test_varlen_lse_is_hq_by_total_q():
     # The prior art sized it [hq, max_seqlen_q] and wrote out of bounds when total_q > max.
     check_varlen(4, [100, 100, 100], [100, 100, 100], 2, 2, 32, 32, BF16, causal=True)
+
+
+# Issue 23: under jit, with cu_seqlens traced (nothing can check them), max_seqlen below a real
+# sequence's length left that sequence's rows past it uninitialised, and its keys past max_seqlen_k
+# unseen. max_seqlen_* only size the launch: every row and key of every sequence is computed, as
+# the full sequences' reference (check_varlen passes cu_seqlens to jit as traced arguments and runs
+# into NaN-filled outputs). The window (70 > max_seqlen_k - 1) still bounds the long sequences.
+@pytest.mark.parametrize("dispatch", [PORTABLE, ASM_942, ASM_950], ids=["portable", "gfx942",
+                                                                         "gfx950"])
+def test_varlen_sequences_longer_than_max_seqlen_under_jit(dispatch):
+    if dispatch is PORTABLE:
+        check_varlen(23, [150, 40, 70, 1], [90, 200, 9, 3], 4, 2, 64, 64, BF16, causal=True,
+                     window=(70, -1), alibi=True, dropout_p=0.2, max_q=64, max_k=64,
+                     dispatch=dispatch)
+    else:  # AITER's v3 forward and backward chain (d 128, no window, ALiBi or dropout)
+        check_varlen(24, [150, 40, 1], [150, 60, 9], 8, 8, 128, 128, BF16, causal=True, max_q=96,
+                     max_k=100, dispatch=dispatch)
+
+
+def test_varlen_max_seqlen_below_a_sequence_is_deterministic():
+    # The issue's reproducer: q = k = v [10, 2, 32], one sequence of 10, max_seqlen_q 4, cu traced.
+    rng = np.random.default_rng(23)
+    q = _rand(rng, (10, 2, 32), BF16)
+    dout = _rand(rng, (10, 2, 32), BF16)
+    cu = jnp.asarray([0, 10], jnp.int32)
+    with pytest.raises(ValueError, match="exceeds max_seqlen"):  # eagerly: a clear error
+        jax_aiter.flash_attn_varlen(q, q, q, cu, cu, 4, 10)
+
+    def attn(q, cu):
+        return jax_aiter.flash_attn_varlen(q, q, q, cu, cu, 4, 10, return_lse=True)
+
+    fwd = jax.jit(attn)
+    grad = jax.jit(jax.grad(lambda q, cu: jnp.sum(attn(q, cu)[0].astype(F32) * dout)))
+    runs = [(*fwd(q, cu), grad(q, cu)) for _ in range(3)]
+    for run in runs[1:]:
+        for got, first in zip(run, runs[0]):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(first))
+    out, lse, dq = runs[0]
+    q64 = to64(q)
+    r = ref_sequence(q64, q64, q64, to64(dout), 1.0 / math.sqrt(32), -1, -1)
+    assert_close("out", out, r[0], TOL_FWD[BF16])
+    np.testing.assert_allclose(np.asarray(lse), r[1], rtol=1e-5, atol=1e-5, err_msg="lse")
+    assert_close("d(q = k = v)", dq, r[2] + r[3] + r[4], TOL_BWD[BF16])
 
 
 # ---- tiers ---------------------------------------------------------------------------------------

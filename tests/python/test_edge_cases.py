@@ -134,7 +134,7 @@ def test_gemm_i8_k_limit_keeps_int32_sums_exact():
 
 def test_asm_bf16_split_k_rounds_once_per_split():
     """AITER's split-K BF16 kernels have no workspace but the semaphore: the splits meet in `out`
-    itself, so with bf16 out the running sum is rounded after every split (README, BF16 GEMM). The
+    itself, so with bf16 out the running sum is rounded after every split (docs/ops/gemm.md). The
     documented bound |out - exact| <= 2^-8 * sum_z |S_z| (S_z the exact sum of splits 0..z) holds;
     the portable tier rounds once, <= 2^-8 |exact|."""
     m, n, k = 256, 1280, 512

@@ -6,7 +6,9 @@
 //   aiter.attn_dropout_mask (rng_key, shard?) -> keep
 // Attributes: softmax_scale, causal, window_left, window_right, dropout_p, max_seqlen_q,
 // max_seqlen_k, bf16_cvt; the backward adds deterministic and atomic32. dbias is f32[0] when there
-// is no bias.
+// is no bias. max_seqlen_q / max_seqlen_k (varlen, >= 1, at most the totals) only size the
+// launches: cu_seqlens are device data the handler never reads, and a sequence longer than its
+// maximum is still computed whole, forward and backward, on every tier.
 //
 // shard: int32[4] {b0, h0, r0, sq_total} when this call is one shard of a larger call split along
 // batch, query heads or query rows (context parallelism: q's rows split, k and v whole along the

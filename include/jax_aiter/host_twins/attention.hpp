@@ -4,15 +4,22 @@
 // (kernels/shared/attention.h), so a short grid, a wrong stride, a wrong workspace or a wrong
 // bucket shows up as wrong or unwritten outputs. The math is host_twins/attention_math.hpp's.
 //
-// Blocks (the grid formulas of kernels/shared/attention.h):
-//   fwd   (x, h, b): out and lse of query rows [x kRowsQ, +kRowsQ) of head h, sequence b.
-//   pre   (x, h, b): delta of query rows [x kPreRows, +kPreRows).
-//   dkdv  (x, hk, b): dk and dv of key rows [x kRowsK, +kRowsK) of key head hk, summed over the
+// Blocks (the grid formulas of kernels/shared/attention.h). As the kernels do, block x owns the
+// tiles x, x + G, x + 2 G, ... of its sequence, up to the sequence's end, where G is the grid's
+// width by the formula (the tiles of seqlen_q, or seqlen_k for dkdv): a varlen sequence longer
+// than its maximum is computed whole, and a grid short of G leaves its missing blocks' tiles
+// unwritten.
+//   fwd   (x, h, b): out and lse of query rows [t kRowsQ, +kRowsQ) of head h, sequence b, for
+//         each tile t of block x.
+//   pre   (x, h, b): delta of query rows [t kPreRows, +kPreRows).
+//   dkdv  (x, hk, b): dk and dv of key rows [t kRowsK, +kRowsK) of key head hk, summed over the
 //         query heads of its group.
-//   dq    (x, h, b): dq of query rows [x kRowsQ, +kRowsQ), and dbias (when non-null) of those rows:
+//   dq    (x, h, b): dq of query rows [t kRowsQ, +kRowsQ), and dbias (when non-null) of those rows:
 //         every column < seqlen_k, so zeros outside the sequence (varlen) and where masked; in
-//         varlen mode also the rows of the tile past the sequence's end (up to seqlen_q), so dbias
-//         is fully written by a full grid with no memset.
+//         varlen mode also the rows of the tiles past the sequence's end (up to seqlen_q), so
+//         dbias is fully written by a full grid with no memset. dbias has rows < seqlen_q and
+//         columns < seqlen_k only: a varlen sequence longer than them writes none past them, and
+//         reads no bias there (0; the kernels take that as a precondition instead).
 //   gqa   (x): dst elements [x kReduceThreads 4, +kReduceThreads 4) of the flattened dst.
 //   mask  (x, i, b * heads + h): keep[b, h, i, j] for j in [x 4 kMaskThreads, +4 kMaskThreads).
 // Rows past a sequence's end, heads >= heads (y), batches >= batch (z) are skipped. A kernel asked
@@ -89,6 +96,14 @@ constexpr int bucket_of(int head_dim) {
   return -1;
 }
 
+// The first rows of the tiles block x owns below end: x tile, (x + G) tile, ..., with G the tiles
+// of grid_rows (the kernels' next_tile).
+template <typename F>
+void for_tiles(int64_t x, int64_t grid_rows, int64_t tile, int64_t end, F&& f) {
+  const int64_t step = std::max<int64_t>((grid_rows + tile - 1) / tile, 1) * tile;
+  for (int64_t r0 = x * tile; r0 < end; r0 += step) f(r0);
+}
+
 // Calls f(x, y, z) for every block of the grid whose y < heads and z < batch.
 template <typename F>
 void for_blocks(kernels::Dim3 grid, int64_t heads, int64_t batch, F&& f) {
@@ -121,17 +136,19 @@ void attn_fwd(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Di
   constexpr int64_t kRows = d::A::kRowsQ[d::bucket_of(D)];
   const bool fits = a.head_dim <= D && a.head_dim_v <= D;
   d::for_blocks(grid, a.heads_q, a.batch, [&](int64_t x, int64_t h, int64_t b) {
-    if (fits) {
-      attn_math::forward_rows(v, out, lse, b, h, x * kRows, (x + 1) * kRows);
-      return;
-    }
     const attn_math::Sequence s = attn_math::sequence(v, b);
-    const int64_t i1 = std::min((x + 1) * kRows, s.sq);
-    d::poison_rows(out, T, b, h, s.q_start, x * kRows, i1, a.head_dim_v);
-    for (int64_t i = x * kRows; lse.data && i < i1; ++i) {
-      lse.data[b * lse.batch_stride + h * lse.head_stride + s.q_start + i] =
-          std::numeric_limits<float>::quiet_NaN();
-    }
+    d::for_tiles(x, a.seqlen_q, kRows, s.sq, [&](int64_t i0) {
+      if (fits) {
+        attn_math::forward_rows(v, out, lse, b, h, i0, i0 + kRows);
+        return;
+      }
+      const int64_t i1 = std::min(i0 + kRows, s.sq);
+      d::poison_rows(out, T, b, h, s.q_start, i0, i1, a.head_dim_v);
+      for (int64_t i = i0; lse.data && i < i1; ++i) {
+        lse.data[b * lse.batch_stride + h * lse.head_stride + s.q_start + i] =
+            std::numeric_limits<float>::quiet_NaN();
+      }
+    });
   });
 }
 
@@ -145,7 +162,10 @@ void attn_bwd_pre(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels
   const attn_math::RowsOut delta{a.delta, a.lse_batch_stride, a.lse_head_stride};
   constexpr int64_t kRows = d::A::kPreRows;
   d::for_blocks(grid, a.heads_q, a.batch, [&](int64_t x, int64_t h, int64_t b) {
-    attn_math::delta_rows(v, out, dout, delta, b, h, x * kRows, (x + 1) * kRows);
+    const attn_math::Sequence s = attn_math::sequence(v, b);
+    d::for_tiles(x, a.seqlen_q, kRows, s.sq, [&](int64_t i0) {
+      attn_math::delta_rows(v, out, dout, delta, b, h, i0, i0 + kRows);
+    });
   });
 }
 
@@ -172,20 +192,21 @@ void attn_bwd_dkdv(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernel
       dv_acc(static_cast<size_t>(kRows * std::max<int64_t>(hdv, 0)));
   d::for_blocks(grid, a.heads_k, a.batch, [&](int64_t x, int64_t hk, int64_t b) {
     const attn_math::Sequence s = attn_math::sequence(v, b);
-    const int64_t j0 = x * kRows, j1 = std::min(j0 + kRows, s.sk);
-    if (j0 >= j1) return;
-    if (!fits) {
-      d::poison_rows(dk, T, b, hk, s.k_start, j0, j1, hd);
-      d::poison_rows(dv, T, b, hk, s.k_start, j0, j1, hdv);
-      return;
-    }
-    std::fill(dk_acc.begin(), dk_acc.end(), 0.f);
-    std::fill(dv_acc.begin(), dv_acc.end(), 0.f);
-    attn_math::dkdv_group_rows(v, in, b, hk, j0, j1, {dk_acc.data(), hd}, {dv_acc.data(), hdv});
-    attn_math::store_rows(dk_acc.data(), hd, j1 - j0, hd, dk.data, dk.offset(b, s.k_start + j0, hk),
-                          dk.seq_stride, T);
-    attn_math::store_rows(dv_acc.data(), hdv, j1 - j0, hdv, dv.data,
-                          dv.offset(b, s.k_start + j0, hk), dv.seq_stride, T);
+    d::for_tiles(x, a.seqlen_k, kRows, s.sk, [&](int64_t j0) {
+      const int64_t j1 = std::min(j0 + kRows, s.sk);
+      if (!fits) {
+        d::poison_rows(dk, T, b, hk, s.k_start, j0, j1, hd);
+        d::poison_rows(dv, T, b, hk, s.k_start, j0, j1, hdv);
+        return;
+      }
+      std::fill(dk_acc.begin(), dk_acc.end(), 0.f);
+      std::fill(dv_acc.begin(), dv_acc.end(), 0.f);
+      attn_math::dkdv_group_rows(v, in, b, hk, j0, j1, {dk_acc.data(), hd}, {dv_acc.data(), hdv});
+      attn_math::store_rows(dk_acc.data(), hd, j1 - j0, hd, dk.data,
+                            dk.offset(b, s.k_start + j0, hk), dk.seq_stride, T);
+      attn_math::store_rows(dv_acc.data(), hdv, j1 - j0, hdv, dv.data,
+                            dv.offset(b, s.k_start + j0, hk), dv.seq_stride, T);
+    });
   });
 }
 
@@ -202,30 +223,33 @@ void attn_bwd_dq(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels:
   std::vector<float> dq_acc(static_cast<size_t>(kRows * std::max<int64_t>(hd, 0)));
   d::for_blocks(grid, a.heads_q, a.batch, [&](int64_t x, int64_t h, int64_t b) {
     const attn_math::Sequence s = attn_math::sequence(v, b);
-    const int64_t i0 = x * kRows, i1 = std::min(i0 + kRows, s.sq);
-    attn_math::Accum dbias;
-    if (a.dbias) {  // the tile's rows up to seqlen_q, every column up to seqlen_k
-      const int64_t rows_end = std::min<int64_t>(i0 + kRows, a.seqlen_q);
-      dbias = {
-          a.dbias + b * a.dbias_batch_stride + h * a.dbias_head_stride + i0 * a.dbias_row_stride,
-          a.dbias_row_stride};
-      for (int64_t i = i0; i < rows_end; ++i) {
-        float* row = dbias.row(i - i0);
-        const int64_t from = i < i1 && fits ? s.sk : 0;  // dq_rows writes [0, sk) of its rows
-        const float fill = fits ? 0.f : std::numeric_limits<float>::quiet_NaN();
-        std::fill(row + std::min<int64_t>(from, a.seqlen_k), row + std::max<int64_t>(a.seqlen_k, 0),
-                  fill);
+    const int64_t rows_end = a.dbias ? std::max<int64_t>(s.sq, a.seqlen_q) : s.sq;
+    d::for_tiles(x, a.seqlen_q, kRows, rows_end, [&](int64_t i0) {
+      const int64_t i1 = std::min(i0 + kRows, s.sq);
+      attn_math::Accum dbias;
+      if (a.dbias) {  // the tile's rows up to seqlen_q, every column up to seqlen_k
+        const int64_t dbias_end = std::min<int64_t>(i0 + kRows, a.seqlen_q);
+        dbias = {
+            a.dbias + b * a.dbias_batch_stride + h * a.dbias_head_stride + i0 * a.dbias_row_stride,
+            a.dbias_row_stride, std::max<int64_t>(a.seqlen_q - i0, 0), a.seqlen_k};
+        for (int64_t i = i0; i < dbias_end; ++i) {
+          float* row = dbias.row(i - i0);
+          const int64_t from = i < i1 && fits ? s.sk : 0;  // dq_rows writes [0, sk) of its rows
+          const float fill = fits ? 0.f : std::numeric_limits<float>::quiet_NaN();
+          std::fill(row + std::min<int64_t>(from, a.seqlen_k),
+                    row + std::max<int64_t>(a.seqlen_k, 0), fill);
+        }
       }
-    }
-    if (i0 >= i1) return;
-    if (!fits) {
-      d::poison_rows(dq, T, b, h, s.q_start, i0, i1, hd);
-      return;
-    }
-    std::fill(dq_acc.begin(), dq_acc.end(), 0.f);
-    attn_math::dq_rows(v, in, b, h, i0, i1, {dq_acc.data(), hd}, dbias);
-    attn_math::store_rows(dq_acc.data(), hd, i1 - i0, hd, dq.data, dq.offset(b, s.q_start + i0, h),
-                          dq.seq_stride, T);
+      if (i0 >= i1) return;
+      if (!fits) {
+        d::poison_rows(dq, T, b, h, s.q_start, i0, i1, hd);
+        return;
+      }
+      std::fill(dq_acc.begin(), dq_acc.end(), 0.f);
+      attn_math::dq_rows(v, in, b, h, i0, i1, {dq_acc.data(), hd}, dbias);
+      attn_math::store_rows(dq_acc.data(), hd, i1 - i0, hd, dq.data,
+                            dq.offset(b, s.q_start + i0, h), dq.seq_stride, T);
+    });
   });
 }
 

@@ -21,7 +21,8 @@
 //   batch_stride 0 in varlen mode).
 // - lse / delta (float32): b * batch_stride + head * head_stride + start + row.
 // - A row with no visible key, or whose visible scores are all -inf: out 0, lse +inf, and no
-//   gradient anywhere (exp(s - lse) = 0).
+//   gradient anywhere (exp(s - lse) = 0). A row with a NaN score (a NaN input, bias or ALiBi
+//   slope): out and lse NaN, and so its gradients and those of every key it sees.
 // - A sharded call (View::shard, kernels/shared/attention.h "Sharded calls"): rows, heads and
 //   batches here are this call's; the mask, ALiBi and dropout see them as the whole call's
 //   (Sequence::off, and the shard's b0, h0, r0 in the dropout counter).
@@ -114,9 +115,12 @@ struct RowsOut {
   int64_t batch_stride = 0, head_stride = 0;
 };
 // A float32 buffer of rows owned by the caller; row 0 is the first row of the range asked for.
+// rows / cols bound what may be written (from row 0 / column 0; dbias of a varlen sequence longer
+// than the buffer's [seqlen_q, seqlen_k]).
 struct Accum {
   float* data = nullptr;
   int64_t row_stride = 0;
+  int64_t rows = std::numeric_limits<int64_t>::max(), cols = std::numeric_limits<int64_t>::max();
   float* row(int64_t r) const { return data + r * row_stride; }
 };
 
@@ -124,7 +128,8 @@ struct View {
   DType dtype = DType::kBF16;  // q, k, v (and out, dout where read): bf16, f16 or f32
   Operand q, k, v;
   // Batch mode: seqlen_q/k are the lengths. Varlen mode (cu_seqlens_q/k non-null, batch strides
-  // 0): they bound every sequence, and total_q/k are the rows of q/k.
+  // 0): the maxima the grids are sized from (a longer sequence is computed whole; only the bias's
+  // extent is theirs), and total_q/k are the rows of q/k.
   int64_t batch = 0, seqlen_q = 0, seqlen_k = 0, total_q = 0, total_k = 0;
   int64_t heads_q = 1, heads_k = 1, head_dim = 0, head_dim_v = 0;
   const int* cu_seqlens_q = nullptr;
@@ -148,21 +153,20 @@ struct View {
 };
 
 // Where sequence b's rows start in q / k and how many there are. Varlen: every cu_seqlens entry
-// clamped into [0, total], the end to at least the start, the length to the maximum. Query row i
+// clamped into [0, total], the end to at least the start (never to the maximum). Query row i
 // has key i + off on its diagonal (attn_diagonal_offset: sk - sq unless the call is a row shard).
 struct Sequence {
   int64_t q_start = 0, k_start = 0, sq = 0, sk = 0, off = 0;
 };
 inline Sequence sequence(const View& v, int64_t b) {
   Sequence s{0, 0, std::max<int64_t>(v.seqlen_q, 0), std::max<int64_t>(v.seqlen_k, 0)};
-  auto varlen = [&](const int* cu, int64_t total, int64_t max_len, int64_t& start, int64_t& len) {
+  auto varlen = [&](const int* cu, int64_t total, int64_t& start, int64_t& len) {
     total = std::max<int64_t>(total, 0);
     start = std::clamp<int64_t>(cu[b], 0, total);
-    const int64_t end = std::clamp<int64_t>(cu[b + 1], start, total);
-    len = std::min<int64_t>(end - start, std::max<int64_t>(max_len, 0));
+    len = std::clamp<int64_t>(cu[b + 1], start, total) - start;
   };
-  if (v.cu_seqlens_q) varlen(v.cu_seqlens_q, v.total_q, v.seqlen_q, s.q_start, s.sq);
-  if (v.cu_seqlens_k) varlen(v.cu_seqlens_k, v.total_k, v.seqlen_k, s.k_start, s.sk);
+  if (v.cu_seqlens_q) varlen(v.cu_seqlens_q, v.total_q, s.q_start, s.sq);
+  if (v.cu_seqlens_k) varlen(v.cu_seqlens_k, v.total_k, s.k_start, s.sk);
   s.off =
       kernels::attention::attn_diagonal_offset(s.sq, s.sk, kernels::attention::attn_shard(v.shard));
   return s;
@@ -204,6 +208,7 @@ inline Range visible_queries(int64_t j, int64_t sq, int64_t sk, int left, int ri
 namespace detail {
 
 inline constexpr int64_t kChunk = 64;  // query rows and keys per tile of the loops below
+inline constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 4;  // "no bound"
 
 inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -365,15 +370,19 @@ struct Head {
       for (int64_t e = 0; e < dvp; ++e) vt[e * kChunk + c] = 0.f;
     }
   }
-  // Bias and keep bits of the loaded chunks.
+  // Bias and keep bits of the loaded chunks. The bias has seqlen_q rows and seqlen_k columns
+  // (where not broadcast): a varlen sequence longer than them reads no bias (0) past them.
   void load_bias_and_keep() {
     if (v.bias) {
       bias.resize(static_cast<size_t>(kChunk * kChunk));
       for (int64_t r = 0; r < ni; ++r) {
         const int64_t off = b * v.bias_batch_stride + h * v.bias_head_stride +
                             (i0 + r) * v.bias_row_stride + j0 * v.bias_col_stride;
+        const bool row_in = v.bias_row_stride == 0 || i0 + r < v.seqlen_q;
         for (int64_t c = 0; c < nj; ++c) {
-          bias[r * kChunk + c] = attn_math::load(v.bias, off + c * v.bias_col_stride, v.bias_dtype);
+          const bool in = row_in && (v.bias_col_stride == 0 || j0 + c < v.seqlen_k);
+          bias[r * kChunk + c] =
+              in ? attn_math::load(v.bias, off + c * v.bias_col_stride, v.bias_dtype) : 0.f;
         }
       }
     }
@@ -445,9 +454,15 @@ inline void forward_rows(const View& v, const Output& out, const RowsOut& lse, i
         const Range vis = hd.keys_of(ic + r) & Range{jc, jc + nj};
         float* srow = hd.st.data() + r * kChunk - jc;  // indexed by key j
         float chunk_max = -kInf;
+        bool nan = false;
         for (int64_t j = vis.lo; j < vis.hi; ++j) {
           srow[j] = hd.score(r, j - jc);
           chunk_max = std::max(chunk_max, srow[j]);
+          nan = nan || std::isnan(srow[j]);
+        }
+        if (nan) {  // NaN in, NaN out: the row's out and lse
+          l[r] = std::numeric_limits<double>::quiet_NaN();
+          continue;
         }
         if (chunk_max == -kInf) continue;  // nothing visible here (or all -inf)
         if (chunk_max > m[r]) {            // online softmax: rescale what the row has so far
@@ -474,7 +489,7 @@ inline void forward_rows(const View& v, const Output& out, const RowsOut& lse, i
     for (int64_t r = 0; r < ni; ++r) {
       const int64_t row = hd.s.q_start + ic + r;
       const int64_t off = out.offset(b, row, h);
-      const bool empty = !(l[r] > 0.0);
+      const bool empty = l[r] == 0.0;  // (NaN: not empty, and inv NaN)
       const float inv = empty ? 0.f : static_cast<float>(1.0 / l[r]);
       for (int64_t c = 0; c < v.head_dim_v; ++c) {
         store(out.data, off + c, v.dtype, acc[r * dvp + c] * inv, rounding);
@@ -519,7 +534,8 @@ struct BwdInputs {
 //   dk: row j - j0 += scale * sum over the tile's queries of dS[i, j] q[i]   (head_dim columns)
 //   dv: row j - j0 += sum over the tile's queries of P[i, j] Z[i, j] dout[i] (head_dim_v columns)
 //   dbias: element (i - i0, j - j0) = dS[i, j] for every (i, j) of the tile inside the sequence
-//          (0 where masked or the row is empty); written, not added.
+//          and inside dbias.rows x dbias.cols (0 where masked or the row is empty); written, not
+//          added.
 struct Grads {
   Accum dq, dk, dv, dbias;
 };
@@ -536,9 +552,12 @@ inline void backward_tile(const View& v, const BwdInputs& in, int64_t b, int64_t
   const Range rows = Range{0, hd.s.sq} & Range{i0, i1};
   const Range cols = Range{0, hd.s.sk} & Range{j0, j1};
   if (rows.empty() || cols.empty()) return;
+  const Range dbias_rows = rows & Range{ai, ai + std::min(g.dbias.rows, kBig)},
+              dbias_cols = cols & Range{aj, aj + std::min(g.dbias.cols, kBig)};
   if (g.dbias.data) {
-    for (int64_t i = rows.lo; i < rows.hi; ++i) {
-      std::fill(g.dbias.row(i - ai) + (cols.lo - aj), g.dbias.row(i - ai) + (cols.hi - aj), 0.f);
+    for (int64_t i = dbias_rows.lo; i < dbias_rows.hi; ++i) {
+      std::fill(g.dbias.row(i - ai) + (dbias_cols.lo - aj),
+                g.dbias.row(i - ai) + (dbias_cols.hi - aj), 0.f);
     }
   }
   const int64_t d = v.head_dim, dv = v.head_dim_v, dp = hd.dp, dvp = hd.dvp;
@@ -569,7 +588,9 @@ inline void backward_tile(const View& v, const BwdInputs& in, int64_t b, int64_t
         const float z = hd.dropout_factor(r, c);
         hd.pt[e] = p * z;
         hd.dst[e] = p * (z * hd.dpt[e] - hd.delta[r]);
-        if (g.dbias.data) g.dbias.row(i - ai)[j - aj] = hd.dst[e];
+        if (g.dbias.data && i < dbias_rows.hi && j < dbias_cols.hi) {
+          g.dbias.row(i - ai)[j - aj] = hd.dst[e];
+        }
       }
     }
     if (!dv_acc.empty()) {

@@ -32,7 +32,9 @@
 //    seqlen_q > 16; deterministic only in AITER's one-block case (seqlen_k <= 256 and
 //    64 < d <= 128: one key tile, so one block adds into each dq row), which also runs 16-bit
 //    accumulation whatever atomic32 says, as AITER does; bf16_cvt is 0 (AITER's Python forces it);
-//  - gfx950 varlen: not deterministic; d == dv, 64 < d <= 128; no window; bf16_cvt 0.
+//  - gfx950 varlen: not deterministic; d == dv, 64 < d <= 128; no window; bf16_cvt 0; atomic32
+//    (ours: AITER's 16-bit dq accumulator holds max_seqlen_q rows a sequence, which a longer
+//    sequence, possible with traced offsets, would write past).
 // The mask: none is 0, our causal 2 (bottom-right), a window 3 (CK's generic coordinates in
 // mask_x / mask_y); on gfx942 with a16 and seqlen_q == seqlen_k, 2 runs as 1 (the same mask
 // then), as AITER does: it has no a16 bottom-right rows there.
@@ -58,6 +60,10 @@
 //    tier runs the call (the prior art also flipped atomic32/deterministic for other tiers);
 //  - in varlen mode dk and dv (or their GQA-expanded pieces) are zeroed before the main kernel, so
 //    a sequence with no queries gets zero key gradients whatever AITER's kernel does with it;
+//  - in varlen mode the odo, dqdkdv and post grids span total_q / total_k's tiles, not
+//    max_seqlen_q / max_seqlen_k's (AITER's group-mode forward grid already spans total_q's): the
+//    offsets are device data no one checks, and a sequence longer than its maximum is then still
+//    computed whole, at the cost of blocks past a shorter sequence's end, which do nothing;
 //  - a stride that overflows a 32-bit field, or a grid past HIP's limits, is refused rather than
 //    truncated.
 #pragma once
@@ -518,6 +524,11 @@ constexpr Verdict bwd_gate(const AttnProblem& p, Arch arch, AiterFmhaBwdChoice* 
       return Verdict::no(
           "on gfx950 AITER's v3 varlen backward takes d == dv, 64 < d <= 128, got ({}, {})", d, dv);
     }
+    if (!p.atomic32) {
+      return Verdict::no(
+          "AITER's 16-bit (atomic32 off) v3 varlen backward accumulates max_seqlen_q rows a "
+          "sequence, which a longer one (traced offsets) would write past: atomic32 only");
+    }
     return Verdict::yes();
   }
   if (p.seqlen_q <= 16) {
@@ -655,8 +666,11 @@ struct FlashAttnBwdAsmTier {
     o.head_dim = u32(dv);
     o.ptr_qseq = cu_q;
     o.ptr_qseq_padded = cu_q;
-    const int64_t max_sq = p.seqlen_q, max_sk = p.seqlen_k;  // the maxima in varlen mode
-    plan.launch(c.odo->kernel, {u32(ceil_div(max_sq, c.odo->ts)), u32(hq), u32(p.batch)},
+    const int64_t max_sq = p.seqlen_q;  // the maximum in varlen mode (max_seqlen_dq)
+    // The rows and keys the grids span: the lengths, or in varlen mode the totals (see the tier's
+    // comment: a sequence longer than its maximum is still covered).
+    const int64_t rows_q = D::aiter_sq(p), rows_k = D::aiter_sk(p);
+    plan.launch(c.odo->kernel, {u32(ceil_div(rows_q, c.odo->ts)), u32(hq), u32(p.batch)},
                 {D::kBwdBlock, 1, 1}, o);
 
     kernels::AiterFmhaBwdDqdkdvArgs m{};
@@ -712,7 +726,7 @@ struct FlashAttnBwdAsmTier {
       m.mask_y = static_cast<int32_t>(1 + left + p.seqlen_q - p.seqlen_k);
       m.mask_x = static_cast<int32_t>(1 + right + p.seqlen_k - p.seqlen_q);
     }
-    int64_t gx = ceil_div(max_sk, c.main->ts);
+    int64_t gx = ceil_div(rows_k, c.main->ts);
     if (c.mask == 1 || c.mask == 2) gx = (gx + 1) / 2;  // causal: a head and a tail tile a block
     plan.launch(c.main->kernel, {u32(gx), u32(hq), u32(p.batch)}, {D::kBwdBlock, 1, 1}, m);
 
@@ -730,7 +744,7 @@ struct FlashAttnBwdAsmTier {
       q.head_dim = u32(d);
       q.ptr_qseq = cu_q;
       q.ptr_qseq_padded = cu_q;
-      plan.launch(c.post->kernel, {u32(ceil_div(max_sq, c.post->ts)), u32(hq), u32(p.batch)},
+      plan.launch(c.post->kernel, {u32(ceil_div(rows_q, c.post->ts)), u32(hq), u32(p.batch)},
                   {D::kBwdBlock, 1, 1}, q);
     }
 

@@ -5,8 +5,9 @@
 //   batch:  q [b, sq, hq, d], k [b, sk, hk, d], v [b, sk, hk, dv], out [b, sq, hq, dv],
 //           lse float32 [b, hq, sq]
 //   varlen: q [total_q, hq, d], k [total_k, hk, d], v [total_k, hk, dv], out [total_q, hq, dv],
-//           lse float32 [hq, total_q]; cu_seqlens_q/k int32 [nseq + 1]; max_seqlen_q/k bound
-//           every sequence (sequence contents are device data: never read by the host).
+//           lse float32 [hq, total_q]; cu_seqlens_q/k int32 [nseq + 1]; max_seqlen_q/k should
+//           bound every sequence, but the offsets are device data the host never reads: they
+//           only size the launches, and a longer sequence is still computed whole.
 // The math, the mask and the dropout RNG are those of kernels/shared/attention.h.
 // shard: optional int32[4] {b0, h0, r0, sq_total}, this call's place in the whole call it is a
 // shard of (kernels/shared/attention.h, "Sharded calls"): device data, read by the kernels only.
@@ -93,7 +94,7 @@ struct AttnProblem {
   DType dtype = DType::kBF16;
   bool varlen = false;
   int64_t batch = 0;                   // b, or the number of sequences in varlen mode
-  int64_t seqlen_q = 0, seqlen_k = 0;  // varlen: max_seqlen_q / max_seqlen_k
+  int64_t seqlen_q = 0, seqlen_k = 0;  // varlen: max_seqlen_q / max_seqlen_k (launch sizes)
   int64_t total_q = 0, total_k = 0;    // varlen: rows of q / k; batch: b * sq, b * sk
   int64_t heads_q = 0, heads_k = 0;
   int64_t head_dim = 0, head_dim_v = 0;
@@ -118,6 +119,8 @@ namespace attention_detail {
 
 // (left, right) with the no-op bounds made -1: left >= sk - 1 sees every key before the diagonal
 // for every query, right >= sq - 1 every key after it (kernels/shared/attention.h attn_visible).
+// In varlen mode sk and sq are the totals, not max_seqlen_k / max_seqlen_q: the offsets are device
+// data, and a sequence longer than its maximum is computed whole, with its window.
 // A row shard's first row sits r0 rows into a whole call of sq_total rows, unknown here (device
 // data): its right bound is a no-op only when right >= sq_total - 1 - r0, so a sharded call keeps
 // it unless it is at least 2^31 - 2 (sq_total is an int32). (Left stays safe: no query's diagonal
@@ -128,8 +131,9 @@ inline void normalise_window(AttnProblem& p, const AttnOptions& o) {
   p.given_right = o.window_right;
   int64_t left = o.window_left < 0 ? -1 : o.window_left;
   int64_t right = o.causal ? 0 : (o.window_right < 0 ? -1 : o.window_right);
-  if (left >= p.seqlen_k - 1) left = -1;
-  const int64_t no_op_right = p.sharded ? std::numeric_limits<int32_t>::max() - 1 : p.seqlen_q - 1;
+  const int64_t sq = p.varlen ? p.total_q : p.seqlen_q, sk = p.varlen ? p.total_k : p.seqlen_k;
+  if (left >= sk - 1) left = -1;
+  const int64_t no_op_right = p.sharded ? std::numeric_limits<int32_t>::max() - 1 : sq - 1;
   if (right >= no_op_right) right = -1;
   p.window_left = left;
   p.window_right = right;

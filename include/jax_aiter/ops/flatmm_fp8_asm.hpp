@@ -11,7 +11,7 @@
 //  - a forced kernel must be this row (by symbol, or the code object's name without ".co"); a
 //    forced splitk above 1 is refused (the kernel does not split K).
 // Grid (ceil(N / 256), ceil(M / 128), 1), block 256, one launch, no split, no memset.
-// Where ours differs from AITER's (README, "FlatMM"): AITER leaves dbg_int/fp8/f16/fp32_ptr,
+// Where ours differs from AITER's (docs/ops/flatmm_fp8.md): AITER leaves dbg_int/fp8/f16/fp32_ptr,
 // num_experts, topk and stride_token uninitialised (host stack bytes the kernel is handed); we set
 // them to null, 0, 1 and K. AITER checks nothing of the operands but the output dtype and N, K;
 // ours validates every operand (ops/flatmm_fp8_params.hpp).

@@ -10,7 +10,7 @@
 //  - rows are compared by CU rounds = ceil(tiles*split / cus), then idle CUs in the last round,
 //    then rows of M past the end of the last tile (oob), then tile efficiency tm*tn/(tm+tn)
 //    (higher is better); the first row in table order wins what is still tied.
-// Where ours differs from AITER's (README, "BF16 GEMM"):
+// Where ours differs from AITER's (docs/ops/gemm.md):
 //  - AITER visits the rows in std::unordered_map order and compares with
 //    `rounds < best || (rounds == best && (idle < best_idle || oob < best_oob)) || ...`, which is
 //    not an order: when one row has fewer idle CUs and another less oob, the row seen later wins.

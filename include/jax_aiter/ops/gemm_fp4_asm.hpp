@@ -19,7 +19,7 @@
 //    may not split are then left out); a forced kernel (AITER's kernelName) runs split 1 unless
 //    splitk says otherwise, must match b's layout, and only rows that may split run one above 1;
 //    a forced split that does not cut K as above is refused with the reason.
-// Where ours differs from AITER's (README, "FP4 GEMM"):
+// Where ours differs from AITER's (docs/ops/gemm_fp4.md):
 //  - AITER visits its rows in std::unordered_map (hash) order and keeps a later row on a tie of
 //    rounds whenever `empty_cu > idle || eff > best_eff` (so a later row with more idle CUs but a
 //    higher integer-truncated efficiency replaces an earlier one): its choice depends on the
@@ -124,7 +124,7 @@ struct AiterF4Gemm : AiterFamily<GemmFp4Params, kernels::kAiterF4GemmRows> {
                k = static_cast<uint32_t>(p.k());
     kernels::AiterF4GemmArgs args{};
     args.D = p.out.data;
-    args.C = nullptr;  // no bias (README): beta = 0
+    args.C = nullptr;  // no bias (docs/ops/gemm_fp4.md): beta = 0
     args.A = p.a.data;
     args.B = p.b.data;
     args.alpha = 1.0f;

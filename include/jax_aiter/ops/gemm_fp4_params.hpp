@@ -8,7 +8,7 @@
 // e8m0) in AITER's e8m0_shuffle layout, padded: a_scale [roundup(M, 256), roundup(K/32, 8)],
 // b_scale [roundup(N, 256), roundup(K/32, 8)] (kernels/shared/aiter_f4gemm.h). Per 32-block the
 // products are summed exactly in float, scaled, accumulated in float and rounded to bf16 once.
-// AITER's C (bias f32 [M,N]), alpha and beta are not exposed (README, "FP4 GEMM"): the plans pass
+// AITER's C (bias f32 [M,N]), alpha and beta are not exposed (docs/ops/gemm_fp4.md): the plans pass
 // C = null, alpha = 1, beta = 0, as AITER's own gemm_a4w4 does. Pure C++ (no HIP, no XLA).
 #pragma once
 

@@ -17,7 +17,7 @@
 //    order (ascending tile_m), then the smaller split, wins what is still tied;
 //  - a forced kernel (AITER's kernelName) runs split 1 unless splitk says otherwise; a forced
 //    split (splitk: 0 or 1 = none, 2..16) must be valid as above, else the tier says no.
-// Where ours differs from AITER's (README, "FP8 block-scale GEMM"):
+// Where ours differs from AITER's (docs/ops/gemm_fp8_blockscale.md):
 //  - AITER's heuristic sets k_split = splitK ?: 1 and scores only that split, so its automatic
 //    path never splits K (not even a decode GEMM on 304 CUs). We score splits 1..16;
 //  - AITER visits rows in std::unordered_map order and takes a later row of equal rounds when it

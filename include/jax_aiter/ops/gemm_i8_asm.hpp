@@ -16,7 +16,7 @@
 //  - a forced kernel (AITER's kernelName) runs split 1 unless splitk says otherwise; a forced
 //    split (splitk: 0 or 1 = none, 2..16) must be valid as above, and only rows that may split
 //    run one above 1: otherwise the tier says no (and our portable tier may honour it).
-// Where ours differs from AITER's (README, "INT8 GEMM"):
+// Where ours differs from AITER's (docs/ops/gemm_i8.md):
 //  - AITER passes the caller's splitK (Python's default -1) as an always-engaged optional, so its
 //    heuristic scores only that split: -1 gives a negative grid and the launch fails (its Python
 //    wrapper gemm_a8w8_ASM therefore always passes 1). We score splits 1..16, which is what the

@@ -37,18 +37,24 @@
 //                lse [b, hq, sq] float32;
 //   varlen mode: (cu_seqlens_q/k non-null) q [total_q, hq, d], ..., lse [hq, total_q]; the batch
 //                strides are 0 and sequence s starts at row cu_seqlens[s] of its tensor.
-// seqlen_q / seqlen_k are the lengths in batch mode and the maxima (max_seqlen_*) in varlen mode:
-// the grid covers that many rows, and a sequence longer than its maximum is clamped to it.
+// seqlen_q / seqlen_k are the lengths in batch mode and the maxima (max_seqlen_*) in varlen mode,
+// where they only size the grid: a block owns the tiles x, x + G, x + 2 G, ... of its sequence up
+// to the sequence's end (G the grid's width by the formulas below, from seqlen_q or seqlen_k), so
+// a sequence longer than its maximum (offsets are device data, never checked by the host) is
+// still computed whole, as if the maximum were right.
 // total_q / total_k are the rows of q / k: a varlen kernel clamps every cu_seqlens entry into
 // [0, total] (and a sequence's end to at least its start), so bad offsets read and write nothing
-// out of bounds (their rows' values are then unspecified: offsets are device data, never checked
-// by the host).
+// out of bounds (the values of rows no sequence covers, or of overlapping sequences, are then
+// unspecified).
 // window_left / window_right: the keys a query sees (see attn_visible), -1 unbounded; causal is
 // (-1, 0). bias: [.., .., sq, sk] with broadcast dimensions at stride 0, of bias_dtype (kAttnF32,
-// kAttnBF16, kAttnF16), or null. alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq]
-// (stride hq), or null. rng_key: two u32 words (see attn_dropout_keep), read only when
-// dropout_threshold > 0; kept values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4]
-// {b0, h0, r0, sq_total} (see "Sharded calls" above), or null.
+// kAttnBF16, kAttnF16), or null. In varlen mode, where the ops layer takes no bias, a bias needs
+// every sequence within seqlen_q x seqlen_k (the kernels read it unchecked: a guard in their score
+// path cost registers; the host twins read 0 past it), and dbias is written only within them.
+// alibi_slopes: float32 [hq] (alibi_batch_stride 0) or [b, hq] (stride hq), or
+// null. rng_key: two u32 words (see attn_dropout_keep), read only when dropout_threshold > 0; kept
+// values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4] {b0, h0, r0, sq_total} (see
+// "Sharded calls" above), or null.
 // clang-format off
 #define JAX_AITER_ATTN_FWD_ARGS(F, X)                                                            \
   F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
@@ -187,7 +193,10 @@ JAX_AITER_ATTN_HD bool attn_visible(long long i, long long j, long long sq, long
 }
 
 // The ALiBi term added to score (i, j) with key `diagonal` on query i's diagonal:
-// -slope * |diagonal - j| (flash-attn's -slope * |i + sk - sq - j|).
+// -slope * |diagonal - j| (flash-attn's -slope * |i + sk - sq - j|). A NaN slope makes every score
+// of its rows NaN (NaN * 0 too). NaN in, NaN out: a row with a NaN score (a NaN in q, k, the bias
+// or the slope) gets out and lse NaN (a running max skips NaN, so the kernels test the row's sum,
+// which does not), and so do its gradients and those of every key it sees.
 JAX_AITER_ATTN_HD float attn_alibi_at(float slope, long long diagonal, long long j) {
   const long long distance = diagonal - j;
   return -slope * static_cast<float>(distance < 0 ? -distance : distance);
