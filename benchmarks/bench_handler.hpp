@@ -154,8 +154,10 @@ void decode_validate_plan(benchmark::State& state, GenericCall<Op>& call,
     ja::kernels::Plan plan;
     bool planned = false;
     auto try_tier = [&]<typename Tier>(std::type_identity<Tier>) {
-      if (planned || !Tier::supports(*params, target).ok()) return;
-      Tier::plan(*params, target, plan);
+      if (planned) return;
+      const auto decision = ja::ops::decide<Tier>(*params, target);
+      if (!decision.ok()) return;
+      ja::ops::plan_with<Tier>(*params, target, *decision, plan);
       planned = true;
     };
     [&]<typename... T>(std::tuple<T...>*) {
@@ -169,15 +171,13 @@ void decode_validate_plan(benchmark::State& state, GenericCall<Op>& call,
 inline const ja::Target kGfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
 inline const ja::Target kSm90{ja::BackendKind::kCuda, ja::Arch::kSm90, 132};
 
-// The attributes of a quantized GEMM call: its layout, no kernel forced, and splitk -1 if it has
-// one.
+// The attributes of a quantized GEMM call: its layout and no kernel forced (splitk left out: the
+// heuristic's choice).
 using Attrs = std::vector<std::pair<std::string_view, ja::ffi::AttrValue>>;
 
-inline Attrs gemm_attrs(std::string_view layout_name, std::string_view layout, bool splitk) {
-  Attrs a{{layout_name, ja::ffi::AttrValue::string("STRING", layout)},
+inline Attrs gemm_attrs(std::string_view layout_name, std::string_view layout) {
+  return {{layout_name, ja::ffi::AttrValue::string("STRING", layout)},
           {"kernel", ja::ffi::AttrValue::string("STRING", "")}};
-  if (splitk) a.emplace_back("splitk", ja::ffi::AttrValue::i64("S64", -1));
-  return a;
 }
 
 inline const ja::Target kGfx950{ja::BackendKind::kHip, ja::Arch::kGfx950, 256};

@@ -14,7 +14,8 @@
 //   [128 y, +128) (clipped to M) and columns [256 x, +256) of d_f16_ptr (f16 [M, N]):
 //   sum over K blocks b of sa_ptr[b][m] (f32 [K/128, M]) * sb_ptr[b][n / 128] (f32
 //   [K/128, N/128]) * (a_ptr[m, block b] . b_ptr[n, block b]); a_ptr e4m3 [M, K] rows K bytes
-//   apart, b_ptr e4m3 [N, K] in the FlatMM layout. c_ptr, d_ptr, the dbg pointers, num_experts,
+//   apart, b_ptr e4m3 [N, K] in the FlatMM layout (e4m3fnuz: the kernel is gfx942 code, and its
+//   sm_90 build converts it in registers). c_ptr, d_ptr, the dbg pointers, num_experts,
 //   topk and stride_token are not read.
 // Beyond the contract: the 256 columns run as two 128-column halves, one after the other; N not a
 // multiple of 256 (which AITER never launches) clips the last column block.
@@ -32,7 +33,7 @@ inline constexpr int kHalfN = 128, kBK = 64;
 template <int TM, int TN>
 JA_DEVICE void flatmm(const void* A, const void* B, const void* SA, const void* SB, void* D,
                       int m_dim, int n_dim, int k_dim) {
-  using T = GemmFp8BsTile<TM, kHalfN, kBK, abi::kBlockThreads>;
+  using T = GemmFp8BsTile<TM, kHalfN, kBK, abi::kBlockThreads, /*kFnuz=*/true>;
   JA_SHARED Pack<uint16_t, 8> smem[T::kSmemElems / 8];
   const int M = m_dim, N = n_dim, K = k_dim;
   const int m0 = block_id_y() * TM;

@@ -18,7 +18,9 @@
 //   KS <= 1: C = bf16(sum_kb acc_kb SA SB + BIAS[n]), acc_kb the f32 dot product of K block kb.
 //   KS > 1: C arrives zeroed (the caller's memset) and each split adds bf16(its sum (+ BIAS in
 //   split 0)) into it atomically (a compare-and-swap per element: the running sum is bf16).
-// Beyond the contract: blocks with z >= KS return at once; scale_n is not needed.
+// Beyond the contract: blocks with z >= KS return at once; scale_n is not needed. The plan's fp8
+// format comes in the first pad byte of the scale_k slot (aiter_fp8bs::kFormatFnuz: a gfx942
+// plan's e4m3fnuz, which the sm_90 build converts in registers; AMD's hardware reads its own).
 //
 // Build: as gemm.kernel.cpp (nvcc -cubin -arch=sm_90 ...; clang++-22 -x hip ... with
 // -fhip-kernel-arg-name for the argument names).
@@ -30,12 +32,12 @@ namespace ja::twin_fp8bs {
 namespace abi = jax_aiter::kernels::aiter_fp8bs;
 inline constexpr int kBK = 64;
 
-template <int TM, int TN>
-JA_DEVICE void fp8gemm(void* C, const void* A, const void* B, const void* SA, const void* SB,
-                       const void* BIAS, uint32_t m_dim, uint32_t n_dim, uint32_t k_dim,
-                       uint32_t pa, uint32_t pc, uint32_t ks, uint32_t scale_m, uint32_t scale_k) {
-  using T = GemmFp8BsTile<TM, TN, kBK, abi::kBlockThreads>;
-  JA_SHARED Pack<uint16_t, 8> smem[T::kSmemElems / 8];
+template <int TM, int TN, bool kFnuz>
+JA_DEVICE void fp8gemm_as(uint16_t* smem, void* C, const void* A, const void* B, const void* SA,
+                          const void* SB, const void* BIAS, uint32_t m_dim, uint32_t n_dim,
+                          uint32_t k_dim, uint32_t pa, uint32_t pc, uint32_t ks, uint32_t scale_m,
+                          uint32_t scale_k) {
+  using T = GemmFp8BsTile<TM, TN, kBK, abi::kBlockThreads, kFnuz>;
   const int M = static_cast<int>(m_dim), N = static_cast<int>(n_dim), K = static_cast<int>(k_dim);
   const int col_blocks = N / TN > 0 ? N / TN : 1;
   const int split = ks > 1 ? static_cast<int>(ks) : 1;
@@ -48,8 +50,7 @@ JA_DEVICE void fp8gemm(void* C, const void* A, const void* B, const void* SA, co
   const int k_begin = first < K ? static_cast<int>(first) : K;
   const int k_end = K - k_begin < chunk ? K : k_begin + static_cast<int>(chunk);
   T t;
-  t.run(reinterpret_cast<uint16_t*>(smem),
-        static_cast<const unsigned char*>(A) + static_cast<int64_t>(m0) * pa, pa, rows,
+  t.run(smem, static_cast<const unsigned char*>(A) + static_cast<int64_t>(m0) * pa, pa, rows,
         static_cast<const unsigned char*>(B), K, n0, cols, k_begin, k_end,
         static_cast<const float*>(SA) + m0, scale_m,
         static_cast<const float*>(SB) + static_cast<int64_t>(n0 / abi::kScaleN) * scale_k);
@@ -64,6 +65,27 @@ JA_DEVICE void fp8gemm(void* C, const void* A, const void* B, const void* SA, co
       *o = BF16::store(y);
     }
   });
+}
+
+template <int TM, int TN>
+JA_DEVICE void fp8gemm(void* C, const void* A, const void* B, const void* SA, const void* SB,
+                       const void* BIAS, uint32_t m_dim, uint32_t n_dim, uint32_t k_dim,
+                       uint32_t pa, uint32_t pc, uint32_t ks, uint32_t scale_m, uint32_t scale_k,
+                       uint32_t format) {
+  using T = GemmFp8BsTile<TM, TN, kBK, abi::kBlockThreads>;
+  JA_SHARED Pack<uint16_t, 8> smem[T::kSmemElems / 8];
+  uint16_t* s = reinterpret_cast<uint16_t*>(smem);
+#if defined(__CUDACC__)
+  if ((format & 0xffu) == abi::kFormatFnuz) {
+    fp8gemm_as<TM, TN, true>(s, C, A, B, SA, SB, BIAS, m_dim, n_dim, k_dim, pa, pc, ks, scale_m,
+                             scale_k);
+    return;
+  }
+#else
+  (void)format;
+#endif
+  fp8gemm_as<TM, TN, false>(s, C, A, B, SA, SB, BIAS, m_dim, n_dim, k_dim, pa, pc, ks, scale_m,
+                            scale_k);
 }
 
 }  // namespace ja::twin_fp8bs
@@ -89,8 +111,8 @@ JA_DEVICE void fp8gemm(void* C, const void* A, const void* B, const void* SA, co
       JA_FP8BS_U32_SLOT([[maybe_unused]] uint32_t, PB, 18, 19, 20),                             \
       JA_FP8BS_U32_SLOT(uint32_t, PC, 21, 22, 23), JA_FP8BS_U32_SLOT(uint32_t, KS, 24, 25, 26), \
       JA_FP8BS_U32_SLOT(uint32_t, scale_m, 27, 28, 29),                                         \
-      JA_FP8BS_U32_SLOT([[maybe_unused]] uint32_t, scale_n, 30, 31, 32),                        \
-      JA_FP8BS_U32_SLOT(uint32_t, scale_k, 33, 34, 35)
+      JA_FP8BS_U32_SLOT([[maybe_unused]] uint32_t, scale_n, 30, 31, 32), uint32_t scale_k,      \
+      uint32_t pad33, [[maybe_unused]] uint32_t pad34, [[maybe_unused]] uint32_t pad35
 
 #define JA_FP8BS_TWIN(symbol, co, tm, tn, g942, g950)                                       \
   JA_KERNEL_BOUNDED(256)                                                                    \
@@ -98,7 +120,7 @@ JA_DEVICE void fp8gemm(void* C, const void* A, const void* B, const void* SA, co
     ja::wait_for_prior_grids();                                                             \
     ja::allow_dependent_grids();                                                            \
     ja::twin_fp8bs::fp8gemm<tm, tn>(C, A, B, SA, SB, BIAS, M, Ndim, K, PA, PC, KS, scale_m, \
-                                    scale_k);                                               \
+                                    scale_k, pad33);                                        \
   }
 
 static_assert(jax_aiter::kernels::aiter_fp8bs::kBlockThreads == 256);

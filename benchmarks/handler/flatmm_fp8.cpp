@@ -15,7 +15,7 @@ void BM_FlatmmFp8DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_F16, {16, 4096}}};
   GenericCall<ja::ops::FlatmmFp8> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                        {bufs.at(4)},
-                                       gemm_attrs("w_layout", "flatmm", false)};
+                                       gemm_attrs("w_layout", "flatmm")};
   decode_validate_plan(state, call, t);
 }
 BENCHMARK(BM_FlatmmFp8DecodeValidatePlan)->Arg(0)->Arg(1);

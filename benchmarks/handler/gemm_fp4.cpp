@@ -14,7 +14,7 @@ void BM_GemmFp4DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_BF16, {32, 4096}}};
   GenericCall<ja::ops::GemmFp4> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                      {bufs.at(4)},
-                                     gemm_attrs("b_layout", "16x16", true)};
+                                     gemm_attrs("b_layout", "16x16")};
   decode_validate_plan(state, call, state.range(0) == 0 ? kGfx950 : kSm90);
 }
 BENCHMARK(BM_GemmFp4DecodeValidatePlan)->Arg(0)->Arg(1);

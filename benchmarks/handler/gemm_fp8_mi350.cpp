@@ -15,7 +15,7 @@ void BM_GemmFp8Mi350DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_BF16, {16, 4096}}};
   GenericCall<ja::ops::GemmFp8Mi350> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                           {bufs.at(4)},
-                                          gemm_attrs("b_layout", "16x16", false)};
+                                          gemm_attrs("b_layout", "16x16")};
   decode_validate_plan(state, call, t);
 }
 BENCHMARK(BM_GemmFp8Mi350DecodeValidatePlan)->Arg(0)->Arg(1);

@@ -16,7 +16,7 @@ void BM_GemmFp8BlockscaleDecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_U8, {4096}}};
   GenericCall<ja::ops::GemmFp8Bs> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3)},
                                        {bufs.at(4), bufs.at(5)},
-                                       gemm_attrs("b_layout", "16x16", true)};
+                                       gemm_attrs("b_layout", "16x16")};
   decode_validate_plan(state, call, t);
 }
 BENCHMARK(BM_GemmFp8BlockscaleDecodeValidatePlan)->Arg(0)->Arg(1);

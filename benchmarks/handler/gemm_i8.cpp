@@ -19,7 +19,7 @@ void BM_GemmI8DecodeValidatePlan(benchmark::State& state) {
                {XLA_FFI_DataType_U8, {ws / 4 + 1}}};
   GenericCall<ja::ops::GemmI8> call{{bufs.at(0), bufs.at(1), bufs.at(2), bufs.at(3), bufs.at(4)},
                                     {bufs.at(5), bufs.at(6)},
-                                    gemm_attrs("b_layout", "16x16", true)};
+                                    gemm_attrs("b_layout", "16x16")};
   decode_validate_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
 }
 BENCHMARK(BM_GemmI8DecodeValidatePlan)->Arg(0)->Arg(1);

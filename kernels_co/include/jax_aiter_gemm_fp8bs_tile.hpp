@@ -10,9 +10,12 @@
 // INT8 GEMM (GemmI8Tile, jax_aiter_gemm_i8_tile.hpp: the same loader, the same shuffled B, the
 // same shared-memory layout), since e4m3 fragments are laid out as s8 ones:
 //   sm_90: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (PTX ISA, "Matrix Fragments for
-//     mma.m16n8k32", .e4m3 as .s8), f32 accumulators as s32 ones.
+//     mma.m16n8k32", .e4m3 as .s8), f32 accumulators as s32 ones. e4m3fnuz (a gfx942 plan's
+//     format, kFnuz) has no sm_90 instruction: each 32-bit fragment register becomes two f16x2
+//     ones exactly, and one m16n8k32 step two m16n8k16 f16 steps over the same products
+//     (jax_aiter_fp8.hpp; tests/cpp/test_mfma_fragments.cpp checks both on the host).
 //   gfx942/gfx950: v_mfma_f32_16x16x32_fp8_fp8 (operands as v_mfma_i32_16x16x32_i8's; gfx942
-//     reads e4m3fnuz, gfx950 OCP e4m3fn).
+//     reads e4m3fnuz, gfx950 OCP e4m3fn: the plan's own format, so kFnuz changes nothing there).
 // Block scales: the accumulators hold one 128-wide K block's partial sums; fold(s) adds them,
 // times s(row) (= xs * ws of the block), into float totals and clears them. The tile calls fold
 // after every second 64-byte k-tile (GemmI8Tile::run's hook). What differs between the families
@@ -21,6 +24,7 @@
 #pragma once
 
 #include "jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.h"
+#include "jax_aiter_fp8.hpp"
 #include "jax_aiter_gemm_i8_tile.hpp"
 
 #if defined(__HIP__) || defined(__CUDACC__)
@@ -98,6 +102,13 @@ struct F8WarpTile {
   }
 };
 
+// The warp tile of a format (kFnuz: e4m3fnuz): the hardware reads the plan's own.
+template <bool kFnuz>
+struct F8Warp {
+  template <int BK, int TM, int TN>
+  using Tile = F8WarpTile<BK, TM, TN>;
+};
+
 #else  // __CUDACC__
 
 // d += a . b for one m16n8k32 e4m3 block (a, b: the registers ldmatrix gives for 16-bit pairs).
@@ -109,10 +120,20 @@ JA_DEVICE void mma_16832_e4m3(float (&d)[4], const uint32_t (&a)[4], const uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <int BK, int TM, int TN>
-struct F8WarpTile {
+// d += a . b for one m16n8k32 e4m3fnuz block, as two m16n8k16 f16 steps (the header's note).
+JA_DEVICE void mma_16832_e4m3fnuz(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  uint32_t a0[4], b0[2], a1[4], b1[2];
+  fnuz_fragments_as_f16(a, b, a0, b0, a1, b1);
+  mma_16816<F16>(d, a0, b0);
+  mma_16816<F16>(d, a1, b1);
+}
+
+template <int BK, int TM, int TN, bool kFnuz>
+struct F8WarpTileOf {
   static_assert(TM % 16 == 0 && TN % 8 == 0);
   static constexpr int kMI = TM / 16, kNI = TN / 8, kSteps = BK / 32;
+  // The f16 path's sums carry 2^-14 (jax_aiter_fp8.hpp); fold takes it out.
+  static constexpr float kRescale = kFnuz ? kFnuzF16Rescale : 1.f;
   static constexpr int kRun = 2;
   static constexpr uint32_t kRowBytes = BK;
   using Addr = MmaSyncLayout<BK / 2>;
@@ -151,7 +172,13 @@ struct F8WarpTile {
       JA_UNROLL
       for (int i = 0; i < kMI; ++i) {
         JA_UNROLL
-        for (int j = 0; j < kNI; ++j) mma_16832_e4m3(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < kNI; ++j) {
+          if constexpr (kFnuz) {
+            mma_16832_e4m3fnuz(acc[i][j], a[i], b[j]);
+          } else {
+            mma_16832_e4m3(acc[i][j], a[i], b[j]);
+          }
+        }
       }
     }
   }
@@ -161,7 +188,7 @@ struct F8WarpTile {
     for (int i = 0; i < kMI; ++i) {
       JA_UNROLL
       for (int h = 0; h < 2; ++h) {
-        const float f = s(wm0 + 16 * i + Addr::acc_row(lane, 2 * h));
+        const float f = s(wm0 + 16 * i + Addr::acc_row(lane, 2 * h)) * kRescale;
         JA_UNROLL
         for (int j = 0; j < kNI; ++j) {
           JA_UNROLL
@@ -189,16 +216,24 @@ struct F8WarpTile {
   }
 };
 
+// The warp tile of a format (kFnuz: e4m3fnuz, converted in registers).
+template <bool kFnuz>
+struct F8Warp {
+  template <int BK, int TM, int TN>
+  using Tile = F8WarpTileOf<BK, TM, TN, kFnuz>;
+};
+
 #endif
 
-// One block's tile of the block-scale product over K [k_begin, k_end) (multiples of 128):
+// One block's tile of the block-scale product over K [k_begin, k_end) (multiples of 128), reading
+// fp8 as e4m3fnuz when kFnuz (a gfx942 plan on sm_90; on AMD the hardware's own format either way):
 // a, b, lda, K as GemmI8Tile::run (K: the bytes of a B row, which lays out the shuffled weight).
 // xs(kb): the A scales of K block kb, tile row r at xs(kb)[r] (r < rows_a); ws(kb): the B scale of
 // K block kb for the tile's columns (BN <= 128: one scale column block a tile).
-template <int BM, int BN, int BK, int THREADS>
+template <int BM, int BN, int BK, int THREADS, bool kFnuz = false>
 struct GemmFp8BsTile {
   static_assert(BN <= 128 && 128 % BK == 0, "one b_scale row a block; whole k-tiles a scale block");
-  using Base = GemmI8Tile<BM, BN, BK, THREADS, F8WarpTile>;
+  using Base = GemmI8Tile<BM, BN, BK, THREADS, F8Warp<kFnuz>::template Tile>;
   static constexpr int kSmemElems = Base::kSmemElems;
   static constexpr int kRun = Base::kRun;
   static constexpr int kScaleK = jax_aiter::kernels::aiter_fp8bs::kScaleK;  // 128

@@ -88,12 +88,15 @@ _ATTR_TYPES = {"f32": np.float32, "i64": np.int64, "bool": np.bool_, "string": s
 
 
 def _typed(target: str, spec: _ffi.OpSpec, attributes: dict) -> dict:
+    """The attributes as the handler binds them; one whose value is None is left out (the op's
+    default: e.g. splitk=None, the heuristic's choice)."""
     out = {}
     for name, value in attributes.items():
         if name not in spec.attributes:
             raise ValueError(f"{target}: unknown attribute {name!r} (this op takes: "
                              f"{', '.join(spec.attributes)})")
-        out[name] = _ATTR_TYPES[spec.attributes[name]](value)
+        if value is not None:
+            out[name] = _ATTR_TYPES[spec.attributes[name]](value)
     return out
 
 

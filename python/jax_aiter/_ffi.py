@@ -254,6 +254,7 @@ def describe_call(operands: dict, attributes: dict, target: str = "jax_aiter") -
         except (TypeError, ValueError) as e:
             raise ValueError(f"{target}: operand {name}: expected (dtype, shape) or None, got "
                              f"{v!r} ({e})") from None
+    attributes = {k: v for k, v in attributes.items() if v is not None}  # None: left out
     try:
         return json.dumps({"operands": ops, "attributes": attributes})
     except (TypeError, ValueError) as e:

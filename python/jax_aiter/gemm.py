@@ -142,7 +142,8 @@ def gemm(a, b, bias=None, *, out_dtype=None, kernel: str | None = None, splitk: 
       out_dtype: bf16, f16 or f32 (default: a's dtype).
       kernel: an AITER BF16 ASM kernel to use (AITER's kernelName, by symbol or short name, as
         in its tuned configs); None lets the heuristic choose.
-      splitk: a K split for the ASM tier (AITER's splitK); None lets the heuristic choose.
+      splitk: K splits (AITER's splitK: 0 or 1 none, up to 16); None lets the heuristic
+        choose. A tier that cannot run it exactly says so (no tier drops it).
       dispatch: which tier runs the call (``jax_aiter.Dispatch``); default: the first that can.
     Returns:
       ``[..., N]`` of out_dtype.
@@ -151,7 +152,7 @@ def gemm(a, b, bias=None, *, out_dtype=None, kernel: str | None = None, splitk: 
         raise ValueError(f"aiter.gemm: expected a of rank >= 1 and b of rank 2, got shapes "
                          f"{np.shape(a)} and {np.shape(b)}")
     out_dtype = np.dtype(out_dtype if out_dtype is not None else jnp.asarray(a).dtype)
-    config = Static((out_dtype, kernel or "", -1 if splitk is None else int(splitk),
+    config = Static((out_dtype, kernel or "", None if splitk is None else int(splitk),
                      dispatch or Dispatch()))
     return _gemm(a, b, bias, config)
 
@@ -162,7 +163,7 @@ def describe(m: int, n: int, k: int, dtype="bfloat16", out_dtype=None, bias: boo
     out_dtype = out_dtype or dtype
     operands = {"a": (dtype, (m, k)), "b": (dtype, (n, k)), "bias": (dtype, (n,)) if bias else None,
                 "out": (out_dtype, (m, n))}
-    return operands, {"kernel": kernel or "", "splitk": -1 if splitk is None else splitk}
+    return operands, {"kernel": kernel or "", "splitk": splitk}
 
 
 def _plan(p, args):

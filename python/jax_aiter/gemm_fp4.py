@@ -337,8 +337,8 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
       b_scale: e8m0 ``[N, K/32]`` plain, or a ``ShuffledWeight`` in ``"e8m0_shuffle"``.
       kernel: an AITER f4gemm kernel to use (AITER's kernelName, by symbol or short name);
         None lets the heuristic choose.
-      splitk: a K split for the ASM tier (1, 2, 4, 8 or 16; AITER's 2^log2_k_split); None lets
-        the heuristic choose.
+      splitk: a K split for the ASM tier (0 or 1 none, 2, 4, 8 or 16; AITER's 2^log2_k_split);
+        None lets the heuristic choose. The portable tier does not split: it says so.
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).
     Returns:
       bf16 ``[..., N]``.
@@ -372,7 +372,7 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
         sa, a_shuffled = _scale_operand(a_scale.reshape(m, k // BLOCK), m, k, "a_scale")
     sb, b_shuffled = _scale_operand(b_scale, n, k, "b_scale")
     dispatch = dispatch or Dispatch()
-    config = Static((b_layout, kernel or "", -1 if splitk is None else int(splitk), dispatch,
+    config = Static((b_layout, kernel or "", None if splitk is None else int(splitk), dispatch,
                      _may_run_aiter(dispatch), a_shuffled, b_shuffled))
     out = _gemm_fp4(a.reshape(m, k // 2), b_data, sa, sb, config)
     return out.reshape(*lead, n)
@@ -389,7 +389,7 @@ def describe(m: int, n: int, k: int, b_shuffled: bool = True, kernel: str | None
                 "a_scale": ("uint8", (_round_up(mp, 256), sn)),
                 "b_scale": ("uint8", (_round_up(n, 256), sn)), "out": ("bfloat16", (mp, n))}
     return operands, {"b_layout": "16x16" if b_shuffled else "none", "kernel": kernel or "",
-                      "splitk": -1 if splitk is None else splitk}
+                      "splitk": splitk}
 
 
 def add_plan_arguments(p) -> None:

@@ -123,7 +123,8 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
       right.
       kernel: an AITER fp8gemm_blockscale kernel to use (AITER's kernelName, by symbol or short
         name, e.g. "fp8gemm_bf16_blockscale_BpreShuffle_64x128"); None lets the heuristic choose.
-      splitk: a K split for the ASM tier (AITER's splitK); None lets the heuristic choose.
+      splitk: K splits (AITER's splitK: 0 or 1 none, up to 16); None lets the heuristic
+        choose. A tier that cannot run it exactly says so (no tier drops it).
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).
     Returns:
       bf16 ``[..., N]``.
@@ -155,7 +156,7 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
     if b_scale.shape != (n // SCALE_BLOCK, kb):
         raise ValueError(f"{_NAME}: operand b_scale: expected shape {(n // SCALE_BLOCK, kb)} "
                          f"(N/128, K/128), got {b_scale.shape}")
-    config = Static((kernel or "", -1 if splitk is None else int(splitk), dispatch or Dispatch()))
+    config = Static((kernel or "", None if splitk is None else int(splitk), dispatch or Dispatch()))
     a_scale_t = a_scale.reshape(m, kb).T  # AITER's K-block-major [K/128, M]
     out = _gemm(a.reshape(m, k), b.data, a_scale_t, b_scale, config)
     return out.reshape(*lead, n)
@@ -169,7 +170,7 @@ def describe(m: int, n: int, k: int, kernel: str | None = None, splitk: int | No
     operands = {"a": (dtype, (m, k)), "b": (dtype, (n, k)), "a_scale": ("float32", (kb, m)),
                 "b_scale": ("float32", (nb, kb)), "out": ("bfloat16", (m, n))}
     return operands, {"b_layout": "x".join(str(v) for v in FP8BS_LAYOUT), "kernel": kernel or "",
-                      "splitk": -1 if splitk is None else splitk}
+                      "splitk": splitk}
 
 
 def _plan(p, args):

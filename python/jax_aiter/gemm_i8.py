@@ -87,7 +87,8 @@ def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | 
       bias: optional f32 ``[N]`` (or ``[1, N]``).
       kernel: an AITER i8gemm kernel to use (AITER's kernelName, by symbol or short name);
         None lets the heuristic choose.
-      splitk: a K split for the ASM tier (AITER's splitK); None lets the heuristic choose.
+      splitk: K splits (AITER's splitK: 0 or 1 none, up to 16); None lets the heuristic
+        choose. A tier that cannot run it exactly says so (no tier drops it).
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).
     Returns:
       bf16 ``[..., N]``.
@@ -97,9 +98,9 @@ def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | 
             "aiter.gemm_i8: operand b: expected a ShuffledWeight (jax_aiter.quant.shuffle_weight"
             f"(w, layout={I8_LAYOUT})), got {type(b).__name__}: the kernels read a pre-shuffled "
             "weight, and a plain array is taken for an unshuffled one")
-    if tuple(b.layout) != I8_LAYOUT:
+    if isinstance(b.layout, str) or tuple(b.layout) != I8_LAYOUT:
         raise ValueError(f"aiter.gemm_i8: operand b: expected a weight shuffled in the layout "
-                         f"{I8_LAYOUT}, got one in {tuple(b.layout)}")
+                         f"{I8_LAYOUT}, got one in {b.layout!r}")
     a = jnp.asarray(a)
     if a.ndim < 1 or b.data.ndim != 2:
         raise ValueError(f"aiter.gemm_i8: expected a of rank >= 1 and b of rank 2, got shapes "
@@ -121,7 +122,7 @@ def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | 
             raise ValueError(f"aiter.gemm_i8: operand bias: expected shape ({n},) or (1, {n}), "
                              f"got {bias.shape}")
         bias = bias.reshape(1, n)
-    config = Static((kernel or "", -1 if splitk is None else int(splitk), dispatch or Dispatch()))
+    config = Static((kernel or "", None if splitk is None else int(splitk), dispatch or Dispatch()))
     out = _gemm_i8(a.reshape(m, k), b.data, a_scale.reshape(m, 1), b_scale.reshape(1, n), bias,
                    config)
     return out.reshape(*lead, n)
@@ -135,7 +136,7 @@ def describe(m: int, n: int, k: int, bias: bool = False, kernel: str | None = No
                 "b_scale": ("float32", (1, n)), "bias": ("float32", (1, n)) if bias else None,
                 "out": ("bfloat16", (m, n))}
     return operands, {"b_layout": "x".join(str(v) for v in I8_LAYOUT), "kernel": kernel or "",
-                      "splitk": -1 if splitk is None else splitk}
+                      "splitk": splitk}
 
 
 def _plan(p, args):

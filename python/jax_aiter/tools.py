@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import sys
 
@@ -193,6 +194,13 @@ def check_aiter_main(argv=None) -> int:
         for c in report["checked"]:
             if c["result"] != "ok":
                 print(f"{c['result']:8} {c['arch']} {c['code_object']}: {c['detail']}")
+        # Which argument layout each family's code objects declare (AITER's structs change
+        # between versions): one line per (family, arch, layout, declared kernarg bytes).
+        layouts = collections.Counter(
+            (c["family"], c["arch"], c.get("abi", ""), c.get("declared", 0))
+            for c in report["checked"] if c["result"] == "ok")
+        for (family, arch, abi, declared), n in sorted(layouts.items()):
+            print(f"layout   {arch} {family}: {n} x {abi} (declares {declared} bytes)")
         print(f"{report['ok']} ok, {report['missing']} missing, {report['mismatch']} mismatch "
               f"({len(report['checked'])} code objects named by jax_aiter's tables, under "
               f"{report['root']}/hsa)")

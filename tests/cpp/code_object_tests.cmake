@@ -62,6 +62,11 @@ else()
   target_link_libraries(test_code_object_files PRIVATE jax_aiter::jax_aiter GTest::gtest)
   add_test(NAME test_code_object_files COMMAND test_code_object_files)
   set_tests_properties(test_code_object_files PROPERTIES TIMEOUT 60)
+
+  # The AITER the user has: the argument layout each code object declares, picked from its
+  # metadata, on fixtures of two AITER versions (runtime/kernarg_check.hpp, check_aiter.hpp).
+  jax_aiter_test(test_aiter_abi)
+  target_include_directories(test_aiter_abi SYSTEM PRIVATE ${JAX_AITER_MSGPACK_INCLUDE_DIR})
 endif()
 
 # test_kernel_loads: every sm_90 kernel waits for the previous grid before touching memory, and

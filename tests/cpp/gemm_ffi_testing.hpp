@@ -57,13 +57,11 @@ struct Options {
   }
 };
 
-// Which dispatch attributes an op takes: its weight-layout attribute (none where empty) and that
-// attribute's default value, and whether it takes splitk (then always written; otherwise written
-// only where a test sets it, so that the op can refuse it).
+// Which dispatch attributes an op takes besides AITER's knobs: its weight-layout attribute (none
+// where empty) and that attribute's default value. splitk is written only where a test sets it.
 struct Dispatch {
   std::string_view layout_attr;
   std::string_view default_layout;
-  bool splitk = true;
 };
 
 // Appends, in the ops' order: the layout, kernel, splitk, tier; asm_arch and asm_cus where set.
@@ -74,7 +72,7 @@ inline void add_dispatch_attrs(jax_aiter::testing::CallFrame& f, const Options& 
                   o.layout.empty() ? std::string(d.default_layout) : o.layout);
   }
   f.string_attr("kernel", o.kernel);
-  if (d.splitk || o.splitk != -1) f.attr("splitk", o.splitk);
+  if (o.splitk != -1) f.attr("splitk", o.splitk);  // -1: left out (the heuristic's choice)
   f.string_attr("tier", o.tier);
   if (!o.asm_arch.empty()) f.string_attr("asm_arch", o.asm_arch);
   if (o.asm_cus) f.attr("asm_cus", o.asm_cus);

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/ops/aiter_tier.hpp"
 
 namespace jax_aiter::gemm_testing {
 
@@ -61,6 +63,28 @@ template <class Want, class Ours>
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// A query for a family's selection; splitk -1 leaves the knob unset (the heuristic's choice).
+inline ops::AiterQuery query(int64_t m, int64_t n, int64_t k, Arch arch, int cus,
+                             std::string_view kernel = "", int64_t splitk = -1) {
+  ops::AiterQuery q;
+  q.m = m;
+  q.n = n;
+  q.k = k;
+  q.arch = arch;
+  q.compute_units = cus;
+  q.knobs.kernel = kernel;
+  if (splitk >= 0) q.knobs.splitk = splitk;
+  return q;
+}
+
+// The family's selection as a verdict, the choice in *out when there is one.
+template <typename Family>
+Verdict select_row(const ops::AiterQuery& q, ops::AiterChoice<typename Family::Row>* out) {
+  const auto d = ops::select_aiter<Family>(q);
+  if (d.ok()) *out = *d;
+  return d.verdict();
 }
 
 // The (arch, CUs) cases of the grids: MI300X, a cut-down gfx942, MI355X.

@@ -5,6 +5,11 @@
 jax_aiter_test(test_gemm_select)
 
 if(TARGET XlaFfi::headers)
+  # The generic AITER family tier, the knobs and the binder's tier fallback, on a toy family.
+  jax_aiter_test(test_aiter_tier)
+endif()
+
+if(TARGET XlaFfi::headers)
   jax_aiter_test(test_ffi_gemm)
   target_link_libraries(test_ffi_gemm PRIVATE jax_aiter_test_reference)
   # The host twins multiply for real: a few seconds optimised, much longer unoptimised.

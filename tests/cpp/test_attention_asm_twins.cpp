@@ -412,11 +412,11 @@ Outcome run_fwd(Problem& p, const Ref& ref, const Mutation& mutate = {}, bool ve
   Outcome o;
   const ja::Target t = p.c.target();
   const ops::FlashAttnFwdParams params = p.fwd_params();
-  const ja::Verdict v = ops::FlashAttnFwdAsmTier::supports(params, t);
+  const auto v = ops::FlashAttnFwdAsmTier::supports(params, t);
   EXPECT_TRUE(v.ok()) << p.c.name << ": " << v.text();
   if (!v.ok()) return {1, 0, true};
   kn::Plan plan;
-  ops::FlashAttnFwdAsmTier::plan(params, t, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::FlashAttnFwdAsmTier>(params, t, plan).ok());
   // gfx942 loads the MI308 build of the forward on an MI308 chip id, the MI300 one otherwise.
   if (p.c.arch == Arch::kGfx942) {
     const std::string_view co = plan.steps[0].launch.kernel->code_object;
@@ -437,7 +437,7 @@ Outcome run_bwd(Problem& p, const Ref& ref, const Mutation& mutate = {}, bool ve
   Outcome o;
   const ja::Target t = p.c.target();
   const ops::FlashAttnBwdParams probe = p.bwd_params(0);
-  const ja::Verdict v = ops::FlashAttnBwdAsmTier::supports(probe, t);
+  const auto v = ops::FlashAttnBwdAsmTier::supports(probe, t);
   EXPECT_TRUE(v.ok()) << p.c.name << ": " << v.text();
   if (!v.ok()) return {1, 0, true};
   const int64_t ws = ops::flash_attn_bwd_asm_workspace_bytes(*ops::attn_problem(probe));
@@ -445,7 +445,7 @@ Outcome run_bwd(Problem& p, const Ref& ref, const Mutation& mutate = {}, bool ve
   const ops::FlashAttnBwdParams params = p.bwd_params(ws);
   kn::Plan plan;
   plan.workspace_base = p.ws.data();
-  ops::FlashAttnBwdAsmTier::plan(params, t, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::FlashAttnBwdAsmTier>(params, t, plan).ok());
   EXPECT_LE(plan.workspace.total, ws);
   if (mutate) mutate(plan);
   std::memset(p.dq.data(), 0xFF, p.dq.n);
@@ -470,9 +470,9 @@ std::string notes_of(const Problem& p, bool backward) {
   plan.workspace_base = ws.data();
   std::string s;
   if (backward) {
-    ops::FlashAttnBwdAsmTier::plan(q.bwd_params(0), t, plan);
+    EXPECT_TRUE(ops::decide_and_plan<ops::FlashAttnBwdAsmTier>(q.bwd_params(0), t, plan).ok());
   } else {
-    ops::FlashAttnFwdAsmTier::plan(q.fwd_params(), t, plan);
+    EXPECT_TRUE(ops::decide_and_plan<ops::FlashAttnFwdAsmTier>(q.fwd_params(), t, plan).ok());
   }
   for (const kn::Step& st : plan.view()) {
     if (st.kind == kn::Step::Kind::kLaunch) {
@@ -647,7 +647,7 @@ TEST(AiterFmhaTwins, Gfx950VarlenA16IsDeclined) {
                     {{50, 80}, {0, 9}, {31, 1}}),
              [&](Case& cc) { cc.a32 = a32, cc.fwd = false; });
     Problem p(c);
-    const ja::Verdict v = ops::FlashAttnBwdAsmTier::supports(p.bwd_params(0), c.target());
+    const ja::Verdict v = ops::FlashAttnBwdAsmTier::supports(p.bwd_params(0), c.target()).verdict();
     EXPECT_EQ(v.ok(), a32) << v.text();
     if (!a32) {
       EXPECT_NE(v.text().find("atomic32 only"), std::string::npos) << v.text();
@@ -671,7 +671,8 @@ TEST(AiterFmhaTwins, SharedSymbolsTakeTheirPlansTile) {
     Buf ws(1 << 22);
     kn::Plan plan;
     plan.workspace_base = ws.data();
-    ops::FlashAttnBwdAsmTier::plan(p.bwd_params(0), c.target(), plan);
+    EXPECT_TRUE(
+        ops::decide_and_plan<ops::FlashAttnBwdAsmTier>(p.bwd_params(0), c.target(), plan).ok());
     const kn::Launch* l = find_launch(plan, "psskddv");
     ASSERT_NE(l, nullptr);
     symbol[arch == k950] = std::string(l->kernel->symbol);

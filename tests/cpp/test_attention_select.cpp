@@ -566,15 +566,17 @@ std::pair<int, int> padded(int64_t d, int64_t dv, Arch arch) {
 // Sections 4.8, 5.3, 5.4: AITER's Python gates on our dense layouts (strides from the shapes; dk
 // and dv are the caller's [.., hk, ..] tensors, as AITER's Python sees them), its C++ gate, mask
 // mapping and kernel lookup, with the stated tie-break (exact (pssk, pddv); else the candidate
-// with the fewest extra capabilities, first in CSV order). One difference from AITER's Python is
-// ours by design: any window counts as one (AITER's `swa` is left > 0 or right > 0, so it lets a
-// (0, 0) window through gates meant for no window, where its C++ then runs the SWA kernels).
+// with the fewest extra capabilities, first in CSV order). gfx942 batch mode classifies the window
+// as AITER's Python does (bounds >= sk are none, `swa` is left > 0 or right > 0, causal from the
+// flag), so (0, 0), (0, -1) and a non-causal (-1, 0) are none of swa, mask, nmask there.
+// Elsewhere a window is ours (normalised): where AITER's Python lets such a window through but its
+// C++ has no kernel for it (varlen, gfx950), neither runs it.
 BwdRef bwd_reference(const Case& c) {
   BwdRef b;
   if (!is_aiter(c.arch)) return b;
   const bool g942 = c.arch == Arch::kGfx942, g950 = c.arch == Arch::kGfx950;
   const Mask m = mask_of(c);
-  const bool swa = m.kind == 2, causal_mask = m.kind == 1, nmask = m.kind == 0;
+  const bool swa = m.kind == 2;
   const int64_t d = c.d, dv = c.dv, sq = c.sq, sk = c.sk;
   bool a32 = c.a32, det = c.det;
   int cvt = c.cvt;
@@ -590,6 +592,10 @@ BwdRef bwd_reference(const Case& c) {
     }
   } else {
     if (g950) cvt = 0;
+    // AITER's own classification (gfx942 batch): can_impl_fmha_v3_bwd.
+    const int64_t wl = c.wl >= sk ? -1 : c.wl, wr = c.wr >= sk ? -1 : c.wr;
+    const bool a_swa = wl > 0 || wr > 0, a_mask = c.causal && wl == -1,
+               a_nmask = !c.causal && wl == -1 && wr == -1;
     // Strides (elements) of the dense operands.
     const int64_t stride_q = c.hq * d, nh_q = d, bs_q = sq * c.hq * d;
     const int64_t stride_do = c.hq * dv, nh_do = dv, bs_do = sq * c.hq * dv;
@@ -601,11 +607,11 @@ BwdRef bwd_reference(const Case& c) {
                        bs_q == bs_do && stride_k == stride_v && nh_k == nh_v && bs_k == bs_v &&
                        nh_k == nh_dk && nh_v == nh_dv && double(bs_dk) / double(bs_k) == ratio &&
                        double(bs_dv) / double(bs_v) == ratio;
-    const bool np = ((d == 128) || (d == 64 && !a32)) && npssk && !swa;
-    const bool pssk = d == 64 && a32 && !swa;
-    const bool pddv = !a32 && d > 64 && d < 128 && npssk && !swa;
+    const bool np = ((d == 128) || (d == 64 && !a32)) && npssk && !a_swa;
+    const bool pssk = d == 64 && a32 && !a_swa;
+    const bool pddv = !a32 && d > 64 && d < 128 && npssk && !a_swa;
     const bool psskddv =
-        a32 && d > 64 && d <= 192 && (nmask || causal_mask || (swa && d > 64 && d <= 128));
+        a32 && d > 64 && d <= 192 && (a_nmask || a_mask || (a_swa && d > 64 && d <= 128));
     const bool can942 = g942 && !c.alibi && !c.bias && !c.dropout && !det && d == dv && d >= 64 &&
                         d <= 192 && (np || pssk || pddv || psskddv);
     const bool one_block = g950 && sk <= 256 && d > 64 && d <= 128;
@@ -737,13 +743,13 @@ bool pads_zero(const K::Launch& l) {
 
 K::Plan plan_fwd(const Case& c) {
   K::Plan plan;
-  ops::FlashAttnFwdAsmTier::plan(params(c).fwd, c.target(), plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::FlashAttnFwdAsmTier>(params(c).fwd, c.target(), plan).ok());
   return plan;
 }
 K::Plan plan_bwd(const Case& c) {
   K::Plan plan;
   plan.workspace_base = reinterpret_cast<void*>(kWs);
-  ops::FlashAttnBwdAsmTier::plan(params(c).bwd, c.target(), plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::FlashAttnBwdAsmTier>(params(c).bwd, c.target(), plan).ok());
   return plan;
 }
 
@@ -874,7 +880,7 @@ void check_case(const Case& c, Counts& n, bool bwd_too) {
   // Forward.
   {
     const FwdRef want = fwd_reference(c);
-    const ja::Verdict v = ops::FlashAttnFwdAsmTier::supports(p.fwd, t);
+    const auto v = ops::FlashAttnFwdAsmTier::supports(p.fwd, t);
     ASSERT_EQ(v.ok(), want.ok) << describe(c) << ": " << v.text();
     ++n.fwd_checked;
     if (want.ok) {
@@ -903,7 +909,7 @@ void check_case(const Case& c, Counts& n, bool bwd_too) {
   if (!bwd_too) return;
   const BwdRef want = bwd_reference(c);
   ASSERT_TRUE(want.why.empty()) << describe(c) << ": " << want.why;
-  const ja::Verdict v = ops::FlashAttnBwdAsmTier::supports(p.bwd, t);
+  const auto v = ops::FlashAttnBwdAsmTier::supports(p.bwd, t);
   ASSERT_EQ(v.ok(), want.ok) << describe(c) << ": " << v.text();
   ++n.bwd_checked;
   const auto bprob = ops::attn_problem(p.bwd);
@@ -1422,13 +1428,14 @@ TEST(BackwardPlan, Gfx942A16) {
 }
 
 // gfx942 sliding window: CK's generic coordinates of our bottom-right window, checked against
-// attn_visible for every (query, key).
+// attn_visible for every (query, key). ((0, 0) would be narrower, but AITER's Python counts no
+// window there and sends it to CK: (1, 0) is the narrowest its v3 backward takes.)
 TEST(BackwardPlan, Gfx942SlidingWindow) {
   struct W {
     int64_t sq, sk, wl, wr;
   };
   for (const W& w :
-       {W{1024, 1024, 100, 50}, W{300, 1000, -1, 20}, W{1000, 300, 40, -1}, W{257, 700, 0, 0}}) {
+       {W{1024, 1024, 100, 50}, W{300, 1000, -1, 20}, W{1000, 300, 40, -1}, W{257, 700, 1, 0}}) {
     Case c;
     c.sq = w.sq;
     c.sk = w.sk;
@@ -1494,7 +1501,7 @@ TEST(BackwardPlan, Gfx950OneBlock) {
   EXPECT_EQ(plan_bwd(c).note_view()[2].value, 0);
   c.det = true;
   c.sk = 257;
-  const ja::Verdict v = ops::FlashAttnBwdAsmTier::supports(params(c).bwd, c.target());
+  const auto v = ops::FlashAttnBwdAsmTier::supports(params(c).bwd, c.target());
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.text().find("one key block"), std::string::npos) << v.text();
   // The prior art read seqlen_q: sq <= 256 < sk is not one block.
@@ -1612,6 +1619,49 @@ TEST(AiterChoices, OrderSensitiveFollowTheStatedRule) {
 }
 
 // ---- declines -----------------------------------------------------------------------------------
+
+// gfx942 batch mode, the windows AITER's Python sends to CK (an independent check found our gate
+// taking them): a window counts only when a bound is above 0, causal only by the flag.
+TEST(Conformance, Gfx942BatchWindowsAsAitersPython) {
+  struct W {
+    bool causal;
+    int64_t wl, wr, sq, sk, hq, hk;
+    bool taken;
+  };
+  const W cases[] = {
+      // Non-causal (-1, 0): with GQA or sq != sk, CK; with MHA, sq == sk % 64 == 0, d 128: np.
+      {false, -1, 0, 512, 512, 16, 4, false},
+      {false, -1, 0, 256, 512, 8, 8, false},
+      {false, -1, 0, 512, 512, 8, 8, true},
+      // (0, 0) and (0, -1): with GQA, CK; with MHA at s = 1000 (not a multiple of 64), CK.
+      {false, 0, 0, 512, 512, 16, 4, false},
+      {false, 0, -1, 512, 512, 16, 4, false},
+      {false, 0, -1, 1000, 1000, 8, 8, false},
+      {false, 0, 0, 1024, 1024, 8, 8, true},
+      // What counts stays taken: causal, no mask, a real window (a32, d 128).
+      {true, -1, -1, 1000, 1000, 16, 4, true},
+      {false, -1, -1, 1000, 1000, 16, 4, true},
+      {false, 64, -1, 1000, 1000, 16, 4, true},
+  };
+  for (const W& w : cases) {
+    Case c;
+    c.causal = w.causal;
+    c.wl = w.wl;
+    c.wr = w.wr;
+    c.sq = w.sq;
+    c.sk = w.sk;
+    c.hq = w.hq;
+    c.hk = w.hk;
+    c.cvt = 0;
+    const auto d = ops::FlashAttnBwdAsmTier::supports(params(c).bwd, c.target());
+    EXPECT_EQ(d.ok(), w.taken) << "causal " << w.causal << " (" << w.wl << ", " << w.wr << ") sq "
+                               << w.sq << " sk " << w.sk << " hq " << w.hq << " hk " << w.hk << ": "
+                               << d.text();
+    if (!w.taken) {
+      EXPECT_NE(d.text().find("CK"), std::string::npos) << d.text();
+    }
+  }
+}
 
 TEST(Declines, SayWhy) {
   const auto fwd_why = [](const Case& c) {

@@ -585,7 +585,7 @@ TEST(AttnShardOperand, AsmTierDeclinesWithTheReason) {
     fp.opt.bf16_cvt = 0;
     ASSERT_TRUE(ops::FlashAttnFwdAsmTier::supports(fp, target).ok());  // the control
     fp.shard = tensor(shard);
-    const ja::Verdict fv = ops::FlashAttnFwdAsmTier::supports(fp, target);
+    const auto fv = ops::FlashAttnFwdAsmTier::supports(fp, target);
     EXPECT_FALSE(fv.ok());
     EXPECT_EQ(fv.text(), "AITER's v3 kernels take no shard offsets");
     EXPECT_TRUE(ops::FlashAttnFwdPortableTier::supports(fp, target).ok());
@@ -605,7 +605,7 @@ TEST(AttnShardOperand, AsmTierDeclinesWithTheReason) {
     bp.opt.bf16_cvt = 0;
     ASSERT_TRUE(ops::FlashAttnBwdAsmTier::supports(bp, target).ok());
     bp.shard = tensor(shard);
-    const ja::Verdict bv = ops::FlashAttnBwdAsmTier::supports(bp, target);
+    const auto bv = ops::FlashAttnBwdAsmTier::supports(bp, target);
     EXPECT_FALSE(bv.ok());
     EXPECT_EQ(bv.text(), "AITER's v3 kernels take no shard offsets");
   }

@@ -176,7 +176,8 @@ TEST_F(CheckAiter, RootMustBeAnAiterCheckout) {
 
 TEST_F(CheckAiter, EachUnreadableCodeObjectIsAMismatchSayingWhy) {
   // Five of the bf16gemm gfx942 code objects our tables name, each replaced by something else.
-  const auto& rows = jax_aiter::kernels::aiter_bf16gemm_detail::kGfx942;
+  const auto& rows =
+      jax_aiter::kernels::AiterTables<jax_aiter::kernels::kAiterBf16GemmRows>::kGfx942;
   ASSERT_GE(rows.size(), 5u);
   const fs::path arch = dir_ / "hsa" / "gfx942";
   const std::string why[5] = {"a directory", "a FIFO", "a character device", "expected at most",

@@ -35,8 +35,7 @@ constexpr const char* kAiterName = "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16
 
 using namespace ja::gemm_testing;
 
-// No splitk: the op refuses it.
-constexpr Dispatch kDispatch{"w_layout", "flatmm", false};
+constexpr Dispatch kDispatch{"w_layout", "flatmm"};
 
 // e4m3 by its bits: fn (bias 7, 0x7F/0xFF NaN) or fnuz (bias 8, 0x80 NaN, no -0).
 double e4m3(uint8_t code, bool fnuz) {
@@ -204,7 +203,7 @@ TEST(FlatmmAsmTwin, PlanPacksEveryField) {
   ja::Target gfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
   ASSERT_TRUE(ops::FlatmmFp8AsmTier::supports(p, gfx942).ok());
   ja::kernels::Plan plan;
-  ops::FlatmmFp8AsmTier::plan(p, gfx942, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::FlatmmFp8AsmTier>(p, gfx942, plan).ok());
   ASSERT_EQ(plan.count, 1u);  // one launch, no memset
   const ja::kernels::Launch& launch = plan.steps[0].launch;
   EXPECT_EQ(launch.kernel->symbol, kAiterName);
@@ -359,9 +358,9 @@ TEST(FlatmmErrors, LayoutFlagAttributesAndTiers) {
   EXPECT_TRUE(
       Fails(fake::call(test_flatmm_cpu, no_layout), {"attribute w_layout: missing (string)"}));
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm")), {"no tier runs this call", "asm_arch"}));
-  // The host twin stands for the MI300's kernel: it reads e4m3fnuz only.
-  EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx942")),
-                    {"reads f8_e4m3fnuz, as an MI300 does"}));
+  // The host twin stands for the MI300's kernel: a gfx942 plan reads e4m3fnuz only.
+  EXPECT_TRUE(
+      Fails(c.call(Options().with_tier("asm").for_arch("gfx942")), {"gfx942 reads f8_e4m3fnuz"}));
   EXPECT_TRUE(Fails(c.call(Options().with_tier("asm").for_arch("gfx950")), {"gfx942 only"}));
   EXPECT_TRUE(Fails(c.call(Options().with_kernel("nope").for_arch("gfx942")),
                     {"attribute kernel: expected \"\"", "flatmm kernels", "got 'nope'"}));
@@ -370,10 +369,13 @@ TEST(FlatmmErrors, LayoutFlagAttributesAndTiers) {
                     {"N = 272 is not a multiple of 256"}));
   ASSERT_TRUE(odd_n.call(Options().for_arch("gfx942")).ok());  // the portable tier takes it
   EXPECT_TRUE(odd_n.check());
-  fake::CallFrame frame = c.frame(Options());
-  frame.attr("splitk", int64_t{2});
-  EXPECT_TRUE(Fails(fake::call(test_flatmm_cpu, frame),
-                    {"unknown attribute 'splitk'", "this op takes: w_layout, kernel, tier"}));
+  // No tier splits K: a forced split is refused by each, with its reason (none drops it).
+  FlatCall fnuz(8, 256, 256, true, 2);
+  EXPECT_TRUE(Fails(fnuz.call(Options().with_split(2).for_arch("gfx942")),
+                    {"no tier runs this call", "do not split K (split 2)",
+                     "our kernels for this op do not split K (splitk 2)"}));
+  EXPECT_TRUE(Fails(c.call(Options().with_split(17)), {"attribute splitk", "got 17"}));
+  ASSERT_TRUE(odd_n.call(Options().with_split(1).for_arch("gfx942")).ok());
 }
 
 }  // namespace

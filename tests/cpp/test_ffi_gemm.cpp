@@ -38,7 +38,7 @@ namespace {
 using namespace ja::gemm_testing;
 
 // No layout attribute: BF16 weights are plain.
-constexpr Dispatch kDispatch{"", "", true};
+constexpr Dispatch kDispatch{"", ""};
 
 // One call's buffers: inputs filled with random values in [-1, 1] (rounded to the dtype), out
 // poisoned, the workspace of the size the op asks for, filled with garbage.
@@ -173,7 +173,7 @@ TEST(GemmAsmTwins, EveryRowForcedOnBothArchs) {
   for (const ArchCase& arch : kArchs) {
     const ja::Arch a = arch_of(arch);
     for (const auto& row : ja::kernels::kAiterBf16GemmRows) {
-      if (!row.on(a)) continue;
+      if (!ja::kernels::on(row, a)) continue;
       const int64_t n = row.tile_n * 2, k = 640, m = row.tile_m + 37;
       std::vector<int64_t> splits = {-1};
       if (row.split_k) splits = {-1, 2, 5};
@@ -182,27 +182,28 @@ TEST(GemmAsmTwins, EveryRowForcedOnBothArchs) {
           const bool bias = row.bias && out == DType::kBF16;
           GemmCall c(m, n, k, DType::kBF16, out, bias, seed++);
           const Options o = Options()
-                                .with_kernel(std::string(row.short_name()), splitk)
+                                .with_kernel(std::string(ja::kernels::short_name(row)), splitk)
                                 .with_tier("asm")
                                 .for_arch(arch.arch, arch.cus);
           const fake::CallResult r = c.call(o);
-          ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
-          ops::AiterBf16GemmChoice choice;
-          ops::AiterBf16GemmQuery q;
+          ASSERT_TRUE(r.ok()) << ja::kernels::short_name(row) << ": " << r.message;
+          ops::AiterQuery q;
           q.m = m;
           q.n = n;
           q.k = k;
           q.arch = a;
           q.compute_units = arch.cus;
           q.bias = bias;
-          q.kernel = row.short_name();
-          q.splitk = splitk;
-          ASSERT_TRUE(ops::select_aiter_bf16gemm(q, &choice).ok());
+          q.knobs.kernel = ja::kernels::short_name(row);
+          if (splitk >= 0) q.knobs.splitk = splitk;
+          const auto decided = ops::select_aiter<ops::AiterBf16Gemm>(q);
+          ASSERT_TRUE(decided.ok());
+          const auto& choice = *decided;
           ASSERT_EQ(choice.row, &row);
           // A bf16 running sum is rounded between splits (the twin's documented scheme).
           const int steps = out == DType::kBF16 ? choice.split : 1;
-          EXPECT_TRUE(c.check(steps)) << arch.arch << " " << row.short_name() << " split "
-                                      << choice.split << " out " << ja::name(out);
+          EXPECT_TRUE(c.check(steps)) << arch.arch << " " << ja::kernels::short_name(row)
+                                      << " split " << choice.split << " out " << ja::name(out);
           ++runs;
           split_runs += choice.split > 1;
         }
@@ -239,12 +240,12 @@ TEST(GemmAsmTwins, SemaphoreIsLeftZeroAndMustBeZeroOnEntry) {
   p.bias = tensor(c.bias);
   p.out = tensor(c.out);
   p.workspace = tensor(c.workspace);
-  p.kernel = "bf16gemm_fp32bf16_tn_32x64_splitk_clean";
-  p.splitk = 4;
+  p.aiter.kernel = "bf16gemm_fp32bf16_tn_32x64_splitk_clean";
+  p.aiter.splitk = 4;
   ja::Target gfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
   ja::kernels::Plan plan;
   plan.workspace_base = c.workspace.data();
-  ops::GemmAsmTier::plan(p, gfx942, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmAsmTier>(p, gfx942, plan).ok());
   ASSERT_EQ(plan.count, 2u);
   ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kMemset);
   EXPECT_EQ(plan.steps[0].memset.bytes, 4096u);

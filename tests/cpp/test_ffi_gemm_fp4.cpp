@@ -109,7 +109,7 @@ struct Fp4Call {
     fake::add_arg(f, a_scale);
     fake::add_arg(f, b_scale);
     fake::add_ret(f, out);
-    add_dispatch_attrs(f, o, {"b_layout", shuffled ? "16x16" : "none", true});
+    add_dispatch_attrs(f, o, {"b_layout", shuffled ? "16x16" : "none"});
     return f;
   }
   fake::CallResult call(const Options& o = {}) {
@@ -275,13 +275,14 @@ TEST(GemmFp4AsmTwins, EveryRowForced) {
     if (row.split_k) splits = {-1, 2, 4};
     for (int64_t splitk : splits) {
       Fp4Call c(m, n, k, seed++, row.bpreshuffle);
-      const fake::CallResult r = c.call(Options()
-                                            .with_kernel(std::string(row.short_name()), splitk)
-                                            .with_tier("asm")
-                                            .for_arch("gfx950", 256));
-      ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
+      const fake::CallResult r =
+          c.call(Options()
+                     .with_kernel(std::string(ja::kernels::short_name(row)), splitk)
+                     .with_tier("asm")
+                     .for_arch("gfx950", 256));
+      ASSERT_TRUE(r.ok()) << ja::kernels::short_name(row) << ": " << r.message;
       const int split = splitk > 1 ? static_cast<int>(splitk) : 1;
-      EXPECT_TRUE(c.check(split)) << row.short_name() << " split " << split;
+      EXPECT_TRUE(c.check(split)) << ja::kernels::short_name(row) << " split " << split;
       ++runs;
       split_runs += split > 1;
     }
@@ -300,16 +301,17 @@ TEST(GemmFp4AsmTwins, HeuristicChoices) {
       Fp4Call c(s.m, s.n, s.k, seed++, shuffled);
       const fake::CallResult r = c.call(Options().with_tier("asm").for_arch("gfx950", 256));
       ASSERT_TRUE(r.ok()) << r.message;
-      ops::AiterF4GemmQuery q;
+      ops::AiterQuery q;
+      q.arch = ja::Arch::kGfx950;
       q.m = s.m;
       q.n = s.n;
       q.k = s.k;
       q.b_shuffled = shuffled;
       q.compute_units = 256;
-      ops::AiterF4GemmChoice choice;
-      ASSERT_TRUE(ops::select_aiter_f4gemm(q, &choice).ok());
-      split += choice.log2_split > 0;
-      EXPECT_TRUE(c.check(1 << choice.log2_split)) << s.m << "x" << s.n << "x" << s.k;
+      const auto decided = ops::select_aiter<ops::AiterF4Gemm>(q);
+      ASSERT_TRUE(decided.ok());
+      split += decided->split > 1;
+      EXPECT_TRUE(c.check(static_cast<int>(decided->split))) << s.m << "x" << s.n << "x" << s.k;
     }
   }
   EXPECT_GT(split, 0);
@@ -337,11 +339,11 @@ TEST(GemmFp4AsmTwins, PlanPacksAsAiterDoes) {
   p.b_scale = tensor(c.b_scale);
   p.out = tensor(c.out);
   p.b_layout = "16x16";
-  p.kernel = "f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256";
-  p.splitk = 4;
+  p.aiter.kernel = "f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256";
+  p.aiter.splitk = 4;
   ja::Target gfx950{ja::BackendKind::kHip, ja::Arch::kGfx950, 256};
   ja::kernels::Plan plan;
-  ops::GemmFp4AsmTier::plan(p, gfx950, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmFp4AsmTier>(p, gfx950, plan).ok());
   ASSERT_EQ(plan.count, 2u);
   ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kMemset);
   EXPECT_EQ(plan.steps[0].memset.dst, c.out.data());
@@ -377,10 +379,10 @@ TEST(GemmFp4AsmTwins, PlanPacksAsAiterDoes) {
   ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, launch).ok());
   EXPECT_TRUE(std::isnan(c.out.at(0)));
   // A row that may not split is packed with log2_k_split 0 and one z.
-  p.kernel = "f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128";
-  p.splitk = -1;
+  p.aiter.kernel = "f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128";
+  p.aiter.splitk.reset();
   ja::kernels::Plan one;
-  ops::GemmFp4AsmTier::plan(p, gfx950, one);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmFp4AsmTier>(p, gfx950, one).ok());
   ASSERT_EQ(one.count, 1u);
   EXPECT_EQ(one.steps[0].launch.grid, (ja::kernels::Dim3{4, 3, 1}));
   EXPECT_EQ(one.steps[0].launch.args.unpack<ja::kernels::AiterF4GemmArgs>().log2_k_split.value, 0);

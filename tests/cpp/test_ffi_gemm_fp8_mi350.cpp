@@ -32,8 +32,7 @@ namespace {
 
 using namespace ja::gemm_testing;
 
-// No splitk: the op refuses it.
-constexpr Dispatch kDispatch{"b_layout", "16x16", false};
+constexpr Dispatch kDispatch{"b_layout", "16x16"};
 
 // e4m3: sign, 4 exponent bits, 3 mantissa bits; bias 7 (fn) or 8 (fnuz). NaN codes are not drawn.
 double e4m3(unsigned char c, bool fnuz) {
@@ -132,10 +131,12 @@ TEST(GemmFp8Mi350AsmTwins, EveryRowForcedAndTheRule) {
   uint64_t seed = 50;
   for (const auto& row : ja::kernels::kAiterMi350Rows) {
     Fp8Call c(row.tile_m + 5, 384, 512, seed++);  // partial row and column blocks
-    const fake::CallResult r = c.call(
-        Options().with_kernel(std::string(row.short_name())).with_tier("asm").for_arch("gfx950"));
-    ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
-    EXPECT_TRUE(c.check()) << row.short_name();
+    const fake::CallResult r = c.call(Options()
+                                          .with_kernel(std::string(ja::kernels::short_name(row)))
+                                          .with_tier("asm")
+                                          .for_arch("gfx950"));
+    ASSERT_TRUE(r.ok()) << ja::kernels::short_name(row) << ": " << r.message;
+    EXPECT_TRUE(c.check()) << ja::kernels::short_name(row);
   }
   for (int64_t m : {16, 32, 33, 160}) {  // x32, x32, x128, x128
     Fp8Call c(m, 256, 512, seed++);
@@ -162,7 +163,7 @@ TEST(GemmFp8Mi350AsmTwins, PlanPacksAsAiterDoes) {
                .pci_chip_id = 0};
   ASSERT_TRUE(ops::GemmFp8Mi350AsmTier::supports(p, t).ok());
   ja::kernels::Plan plan;
-  ops::GemmFp8Mi350AsmTier::plan(p, t, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmFp8Mi350AsmTier>(p, t, plan).ok());
   ASSERT_EQ(plan.count, 1u);
   ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kLaunch);
   const ja::kernels::Launch& launch = plan.steps[0].launch;

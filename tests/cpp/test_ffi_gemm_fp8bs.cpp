@@ -34,7 +34,7 @@ namespace {
 
 using namespace ja::gemm_testing;
 
-constexpr Dispatch kDispatch{"b_layout", "16x16", true};
+constexpr Dispatch kDispatch{"b_layout", "16x16"};
 
 // One call's buffers: fp8 inputs (random finite codes of the format), positive scales in
 // AITER's layouts (a_scale [K/128, M], b_scale [N/128, K/128]), out poisoned, the workspace
@@ -158,17 +158,19 @@ TEST(GemmFp8BsAsmTwins, EveryRowForcedOnItsArchs) {
   uint64_t seed = 100;
   for (const ArchCase& arch : kArchs) {
     for (const auto& row : ja::kernels::kAiterFp8BsRows) {
-      if (!row.on(arch_of(arch))) continue;
+      if (!ja::kernels::on(row, arch_of(arch))) continue;
       const int64_t n = row.tile_n * 2, k = 640, m = row.tile_m + 37;
       for (int64_t splitk : {-1, 2, 3, 5}) {
         Fp8Call c(m, n, k, seed++, fp8_of(arch));
-        const fake::CallResult r = c.call(Options()
-                                              .with_kernel(std::string(row.short_name()), splitk)
-                                              .with_tier("asm")
-                                              .for_arch(arch.arch, arch.cus));
-        ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
+        const fake::CallResult r =
+            c.call(Options()
+                       .with_kernel(std::string(ja::kernels::short_name(row)), splitk)
+                       .with_tier("asm")
+                       .for_arch(arch.arch, arch.cus));
+        ASSERT_TRUE(r.ok()) << ja::kernels::short_name(row) << ": " << r.message;
         const int split = splitk > 1 ? static_cast<int>(splitk) : 1;
-        EXPECT_TRUE(c.check(split)) << arch.arch << " " << row.short_name() << " split " << split;
+        EXPECT_TRUE(c.check(split))
+            << arch.arch << " " << ja::kernels::short_name(row) << " split " << split;
         ++runs;
         split_runs += split > 1;
       }
@@ -189,14 +191,15 @@ TEST(GemmFp8BsAsmTwins, HeuristicChoices) {
       Fp8Call c(s.m, s.n, s.k, seed++, fp8_of(arch));
       const fake::CallResult r = c.call(Options().with_tier("asm").for_arch(arch.arch, arch.cus));
       ASSERT_TRUE(r.ok()) << r.message;
-      ops::AiterFp8BsQuery q;
+      ops::AiterQuery q;
       q.m = s.m;
       q.n = s.n;
       q.k = s.k;
       q.arch = arch_of(arch);
       q.compute_units = arch.cus;
-      ops::AiterFp8BsChoice choice;
-      ASSERT_TRUE(ops::select_aiter_fp8bs(q, &choice).ok());
+      const auto decided = ops::select_aiter<ops::AiterFp8Bs>(q);
+      ASSERT_TRUE(decided.ok());
+      const auto& choice = *decided;
       split += choice.split > 1;
       EXPECT_TRUE(c.check(choice.split)) << arch.arch << " " << s.m << "x" << s.n << "x" << s.k;
     }
@@ -217,12 +220,12 @@ TEST(GemmFp8BsAsmTwins, PlanPacksAsAiterDoes) {
   p.out = tensor(c.out);
   p.workspace = tensor(c.workspace);
   p.b_layout = "16x16";
-  p.kernel = "fp8gemm_bf16_blockscale_BpreShuffle_32x128";
-  p.splitk = 3;
+  p.aiter.kernel = "fp8gemm_bf16_blockscale_BpreShuffle_32x128";
+  p.aiter.splitk = 3;
   ja::Target gfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
   ja::kernels::Plan plan;
   plan.workspace_base = c.workspace.data();
-  ops::GemmFp8BsAsmTier::plan(p, gfx942, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmFp8BsAsmTier>(p, gfx942, plan).ok());
   ASSERT_EQ(plan.count, 3u);
   ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kMemset);
   EXPECT_EQ(plan.steps[0].memset.what, "zero_bias");

@@ -33,7 +33,7 @@ namespace {
 
 using namespace ja::gemm_testing;
 
-constexpr Dispatch kDispatch{"b_layout", "16x16", true};
+constexpr Dispatch kDispatch{"b_layout", "16x16"};
 
 int8_t i8_at(const Array& a, int64_t i) { return static_cast<int8_t>(a.bytes[i]); }
 
@@ -155,6 +155,12 @@ TEST(GemmI8Portable, SplitKIsBitIdentical) {
     for (int64_t split : {2, 3, 7}) {
       I8Call c(s.m, s.n, s.k, true, seed);
       const fake::CallResult r = c.call(Options().with_tier("portable").with_split(split));
+      // A split runs as asked or not at all: each split whole 64-wide K steps, none empty.
+      const int64_t chunk = (s.k + split - 1) / split, steps = (chunk + 63) / 64 * 64;
+      if ((s.k + steps - 1) / steps != split) {
+        EXPECT_TRUE(Fails(r, {"splitk " + std::to_string(split), "whole K steps"}));
+        continue;
+      }
       ASSERT_TRUE(r.ok()) << r.message;
       EXPECT_EQ(c.out.bytes, whole.out.bytes)
           << s.m << "x" << s.n << "x" << s.k << " split " << split;
@@ -180,21 +186,22 @@ TEST(GemmI8AsmTwins, EveryRowForcedOnItsArchs) {
   uint64_t seed = 100;
   for (const ArchCase& arch : kArchs) {
     for (const auto& row : ja::kernels::kAiterI8GemmRows) {
-      if (!row.on(arch_of(arch))) continue;
+      if (!ja::kernels::on(row, arch_of(arch))) continue;
       const int64_t n = row.tile_n * 2, k = 640, m = row.tile_m + 37;
       std::vector<int64_t> splits = {-1};
       if (row.split_k) splits = {-1, 2, 3, 5};
       for (int64_t splitk : splits) {
         for (bool bias : {false, true}) {
           I8Call c(m, n, k, bias, seed++);
-          const fake::CallResult r = c.call(Options()
-                                                .with_kernel(std::string(row.short_name()), splitk)
-                                                .with_tier("asm")
-                                                .for_arch(arch.arch, arch.cus));
-          ASSERT_TRUE(r.ok()) << row.short_name() << ": " << r.message;
+          const fake::CallResult r =
+              c.call(Options()
+                         .with_kernel(std::string(ja::kernels::short_name(row)), splitk)
+                         .with_tier("asm")
+                         .for_arch(arch.arch, arch.cus));
+          ASSERT_TRUE(r.ok()) << ja::kernels::short_name(row) << ": " << r.message;
           const int split = splitk > 1 ? static_cast<int>(splitk) : 1;
-          EXPECT_TRUE(c.check(split))
-              << arch.arch << " " << row.short_name() << " split " << split << " bias " << bias;
+          EXPECT_TRUE(c.check(split)) << arch.arch << " " << ja::kernels::short_name(row)
+                                      << " split " << split << " bias " << bias;
           ++runs;
           split_runs += split > 1;
         }
@@ -216,14 +223,15 @@ TEST(GemmI8AsmTwins, HeuristicChoices) {
       I8Call c(s.m, s.n, s.k, true, seed++);
       const fake::CallResult r = c.call(Options().with_tier("asm").for_arch(arch.arch, arch.cus));
       ASSERT_TRUE(r.ok()) << r.message;
-      ops::AiterI8GemmQuery q;
+      ops::AiterQuery q;
       q.m = s.m;
       q.n = s.n;
       q.k = s.k;
       q.arch = arch_of(arch);
       q.compute_units = arch.cus;
-      ops::AiterI8GemmChoice choice;
-      ASSERT_TRUE(ops::select_aiter_i8gemm(q, &choice).ok());
+      const auto decided = ops::select_aiter<ops::AiterI8Gemm>(q);
+      ASSERT_TRUE(decided.ok());
+      const auto& choice = *decided;
       split += choice.split > 1;
       EXPECT_TRUE(c.check(choice.split)) << arch.arch << " " << s.m << "x" << s.n << "x" << s.k;
     }
@@ -244,12 +252,12 @@ TEST(GemmI8AsmTwins, PlanPacksAsAiterDoes) {
   p.out = tensor(c.out);
   p.workspace = tensor(c.workspace);
   p.b_layout = "16x16";
-  p.kernel = "I8gemm_bf16_perTokenI8_BpreShuffle_32x128";
-  p.splitk = 3;
+  p.aiter.kernel = "I8gemm_bf16_perTokenI8_BpreShuffle_32x128";
+  p.aiter.splitk = 3;
   ja::Target gfx942{ja::BackendKind::kHip, ja::Arch::kGfx942, 304};
   ja::kernels::Plan plan;
   plan.workspace_base = c.workspace.data();
-  ops::GemmI8AsmTier::plan(p, gfx942, plan);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmI8AsmTier>(p, gfx942, plan).ok());
   ASSERT_EQ(plan.count, 3u);
   ASSERT_EQ(plan.steps[0].kind, ja::kernels::Step::Kind::kMemset);
   EXPECT_EQ(plan.steps[0].memset.what, "zero_bias");
@@ -279,11 +287,11 @@ TEST(GemmI8AsmTwins, PlanPacksAsAiterDoes) {
   ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, launch).ok());
   EXPECT_TRUE(std::isnan(c.out.at(0)));
   // The 112x256 row is launched with the 256-byte struct, its three extra slots null.
-  p.kernel = "I8gemm_bf16_perTokenI8_BpreShuffle_112x256";
-  p.splitk = -1;
+  p.aiter.kernel = "I8gemm_bf16_perTokenI8_BpreShuffle_112x256";
+  p.aiter.splitk.reset();
   ja::kernels::Plan wide;
   wide.workspace_base = c.workspace.data();
-  ops::GemmI8AsmTier::plan(p, gfx942, wide);
+  EXPECT_TRUE(ops::decide_and_plan<ops::GemmI8AsmTier>(p, gfx942, wide).ok());
   ASSERT_EQ(wide.count, 2u);
   EXPECT_EQ(wide.steps[1].launch.args.size, 256u);
   EXPECT_EQ(wide.steps[1].launch.grid, (ja::kernels::Dim3{1, 1, 1}));

@@ -32,15 +32,27 @@ Expected reference(int64_t m, int64_t n, int64_t k, Arch arch) {
   return {true, static_cast<uint32_t>(n / 256), static_cast<uint32_t>(gy)};
 }
 
-ja::ops::AiterFlatmmQuery query(int64_t m, int64_t n, int64_t k, Arch arch,
-                                std::string_view kernel = "") {
-  ja::ops::AiterFlatmmQuery q;
+using Family = ja::ops::AiterFlatmm;
+
+// The family's choice and the launch shape its plan packs.
+struct Choice {
+  const ja::kernels::AiterFlatmmRow* row = nullptr;
+  ja::kernels::Dim3 grid{}, block{};
+};
+
+ja::Verdict select_flatmm(int64_t m, int64_t n, int64_t k, Arch arch, std::string_view kernel,
+                          Choice* out) {
+  ja::ops::AiterQuery q;
   q.m = m;
   q.n = n;
   q.k = k;
   q.arch = arch;
-  q.kernel = kernel;
-  return q;
+  q.knobs.kernel = kernel;
+  const auto d = ja::ops::select_aiter<Family>(q);
+  if (d.ok()) {
+    *out = {d->row, Family::grid(*d->row, m, n), {ja::kernels::aiter_flatmm::kBlockThreads, 1, 1}};
+  }
+  return d.verdict();
 }
 
 class FlatmmSelectionGrid : public ::testing::TestWithParam<Arch> {};
@@ -60,8 +72,8 @@ TEST_P(FlatmmSelectionGrid, MatchesTheIndependentRule) {
     for (int64_t n : ns) {
       for (int64_t k : ks) {
         const Expected want = reference(m, n, k, arch);
-        ja::ops::AiterFlatmmChoice c;
-        const bool got = ja::ops::select_aiter_flatmm(query(m, n, k, arch), &c).ok();
+        Choice c;
+        const bool got = select_flatmm(m, n, k, arch, "", &c).ok();
         ASSERT_EQ(got, want.any) << m << "x" << n << "x" << k;
         if (want.any) {
           ASSERT_EQ(c.grid, (ja::kernels::Dim3{want.gx, want.gy, 1})) << m << "x" << n << "x" << k;
@@ -88,9 +100,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, FlatmmSelectionGrid,
                          ::testing::Values(Arch::kGfx942, Arch::kGfx950));
 
 TEST(FlatmmSelection, ReasonsAndForcedKernel) {
-  ja::ops::AiterFlatmmChoice c;
+  Choice c;
   auto select = [&](int64_t m, int64_t n, int64_t k, Arch arch, std::string_view kernel = "") {
-    return ja::ops::select_aiter_flatmm(query(m, n, k, arch, kernel), &c);
+    return select_flatmm(m, n, k, arch, kernel, &c);
   };
   EXPECT_EQ(select(64, 4224, 512, Arch::kGfx942).text(), "N = 4224 is not a multiple of 256");
   EXPECT_EQ(select(64, 4096, 448, Arch::kGfx942).text(), "K = 448 is not a multiple of 128");
@@ -106,8 +118,10 @@ TEST(FlatmmSelection, ReasonsAndForcedKernel) {
       "the forced kernel is not AITER's FlatMM kernel");
 }
 
-// Which fp8 format each tier takes, per backend (ops/fp8_format.hpp's rule).
-TEST(FlatmmSelection, Fp8FormatPerBackend) {
+// Which fp8 format each tier takes (ops/fp8_format.hpp): the ASM tier's plan is gfx942's, so it
+// takes e4m3fnuz on every backend (the MI300, its sm_90 twin, its host twin); the portable tier's
+// plan is the device's own arch.
+TEST(FlatmmSelection, Fp8FormatPerPlannedArch) {
   ja::ops::FlatmmFp8Params p;
   p.x.dtype = ja::DType::kF8E4M3FNUZ;
   p.x.rank = 2;
@@ -120,22 +134,32 @@ TEST(FlatmmSelection, Fp8FormatPerBackend) {
   const ja::Target host942{ja::BackendKind::kHost, Arch::kGfx942, 304};
   const ja::Target sm90_942{ja::BackendKind::kCuda, Arch::kGfx942, 304};
   const ja::Target host{ja::BackendKind::kHost, Arch::kHost, 1};
+  const ja::Target h100{ja::BackendKind::kCuda, Arch::kSm90, 132};
   using Asm = ja::ops::FlatmmFp8AsmTier;
   using Portable = ja::ops::FlatmmFp8PortableTier;
   EXPECT_TRUE(Asm::supports(p, gfx942).ok());
   EXPECT_TRUE(Asm::supports(p, host942).ok());
-  EXPECT_FALSE(Asm::supports(p, sm90_942).ok());  // the sm_90 twin reads e4m3fn
+  EXPECT_TRUE(Asm::supports(p, sm90_942).ok());  // the sm_90 twin converts e4m3fnuz
   EXPECT_TRUE(Portable::supports(p, gfx942).ok());
   EXPECT_FALSE(Portable::supports(p, gfx950).ok());
+  EXPECT_FALSE(Portable::supports(p, h100).ok());
   EXPECT_TRUE(Portable::supports(p, host).ok());
   p.x.dtype = p.w.dtype = ja::DType::kF8E4M3FN;
   EXPECT_FALSE(Asm::supports(p, gfx942).ok());
   EXPECT_NE(Asm::supports(p, host942).text().find("e4m3fnuz"), std::string::npos);
-  EXPECT_TRUE(Asm::supports(p, sm90_942).ok());
+  EXPECT_FALSE(Asm::supports(p, sm90_942).ok());
   EXPECT_TRUE(Portable::supports(p, gfx950).ok());
+  EXPECT_TRUE(Portable::supports(p, h100).ok());
   EXPECT_TRUE(Portable::supports(p, host).ok());
-  p.kernel = "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32";
+  p.aiter.kernel = "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32";
   EXPECT_FALSE(Portable::supports(p, host).ok());
+  p.aiter.kernel = "";
+  p.aiter.splitk = 2;  // no tier splits K
+  EXPECT_FALSE(Portable::supports(p, host).ok());
+  p.x.dtype = p.w.dtype = ja::DType::kF8E4M3FNUZ;
+  EXPECT_NE(Asm::supports(p, gfx942).text().find("do not split K"), std::string::npos);
+  p.aiter.splitk = 1;
+  EXPECT_TRUE(Asm::supports(p, gfx942).ok());
 }
 
 }  // namespace

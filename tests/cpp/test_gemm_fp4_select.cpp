@@ -93,26 +93,25 @@ Expected reference(int64_t m, int64_t n, int64_t k, bool shuffled, int cus) {
       ->second;
 }
 
-ja::ops::AiterF4GemmQuery query(int64_t m, int64_t n, int64_t k, bool shuffled = true,
-                                int cus = 256, std::string_view kernel = "", int64_t splitk = -1,
-                                Arch arch = Arch::kGfx950) {
-  ja::ops::AiterF4GemmQuery q;
-  q.m = m;
-  q.n = n;
-  q.k = k;
+using Family = ja::ops::AiterF4Gemm;
+using Choice = ja::ops::AiterChoice<Family::Row>;
+
+ja::ops::AiterQuery f4_query(int64_t m, int64_t n, int64_t k, bool shuffled = true, int cus = 256,
+                             std::string_view kernel = "", int64_t splitk = -1,
+                             Arch arch = Arch::kGfx950) {
+  ja::ops::AiterQuery q = query(m, n, k, arch, cus, kernel, splitk);
   q.b_shuffled = shuffled;
-  q.arch = arch;
-  q.compute_units = cus;
-  q.kernel = kernel;
-  q.splitk = splitk;
   return q;
 }
 
+// log2 of a choice's split (AITER's log2_k_split).
+int log2_split(const Choice& c) { return Family::log2_of(c.split); }
+
 Expected ours(int64_t m, int64_t n, int64_t k, bool shuffled, int cus) {
-  ja::ops::AiterF4GemmChoice c;
-  const ja::Verdict v = ja::ops::select_aiter_f4gemm(query(m, n, k, shuffled, cus), &c);
+  Choice c;
+  const ja::Verdict v = select_row<Family>(f4_query(m, n, k, shuffled, cus), &c);
   if (!v.ok()) return {};
-  return {true, std::string(c.row->short_name()), int64_t{1} << c.log2_split};
+  return {true, std::string(ja::kernels::short_name(*c.row)), c.split};
 }
 
 class F4SelectionGrid : public ::testing::TestWithParam<std::tuple<bool, int>> {};
@@ -165,17 +164,17 @@ TEST(F4Selection, WorkedExamples) {
 }
 
 TEST(F4Selection, ForcedKernelAndSplit) {
-  ja::ops::AiterF4GemmChoice c;
+  Choice c;
   auto select = [&](std::string_view kernel, int64_t splitk, int64_t m = 64, int64_t n = 4096,
                     int64_t k = 4096, bool shuffled = true) {
-    return ja::ops::select_aiter_f4gemm(query(m, n, k, shuffled, 256, kernel, splitk), &c);
+    return select_row<Family>(f4_query(m, n, k, shuffled, 256, kernel, splitk), &c);
   };
   ASSERT_TRUE(select("f4gemm_bf16_per1x32Fp4_BpreShuffle_96x640", -1).ok());
   EXPECT_EQ(c.row->tile_m, 96);
-  EXPECT_EQ(c.log2_split, 0);
+  EXPECT_EQ(log2_split(c), 0);
   ASSERT_TRUE(select("_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_128x512E", 4).ok());
   EXPECT_EQ(c.row->tile_n, 512);
-  EXPECT_EQ(c.log2_split, 2);  // the forced split is carried into the arguments
+  EXPECT_EQ(log2_split(c), 2);  // the forced split is carried into the arguments
   EXPECT_FALSE(select("f4gemm_bf16_per1x32Fp4_BpreShuffle_96x640", 2).ok()) << "cannot split";
   EXPECT_FALSE(select("f4gemm_bf16_per1x32Fp4_BpreShuffle_128x512", -1, 64, 4352).ok()) << "N%512";
   EXPECT_FALSE(select("f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256", -1).ok()) << "b shuffled";
@@ -187,21 +186,21 @@ TEST(F4Selection, ForcedKernelAndSplit) {
   EXPECT_FALSE(select("f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256", 32).ok());
   EXPECT_FALSE(select("", 16, 64, 4096, 2048).ok());
   ASSERT_TRUE(select("", 8, 64, 4096, 2048).ok());
-  EXPECT_EQ(c.log2_split, 3);
+  EXPECT_EQ(log2_split(c), 3);
   EXPECT_TRUE(c.row->split_k);
   ASSERT_TRUE(select("", 0).ok());
-  EXPECT_EQ(c.log2_split, 0);
+  EXPECT_EQ(log2_split(c), 0);
   EXPECT_FALSE(select("no_such_kernel", -1).ok());
 }
 
 TEST(F4Selection, Declines) {
-  ja::ops::AiterF4GemmChoice c;
-  EXPECT_EQ(ja::ops::select_aiter_f4gemm(query(64, 4096, 4032), &c).text(),
+  Choice c;
+  EXPECT_EQ(select_row<Family>(f4_query(64, 4096, 4032), &c).text(),
             "K = 4032 is not a multiple of 256");
-  EXPECT_NE(ja::ops::select_aiter_f4gemm(query(40, 4096, 4096), &c).text().find("32-row"),
+  EXPECT_NE(select_row<Family>(f4_query(40, 4096, 4096), &c).text().find("32-row"),
             std::string::npos);
   for (Arch a : {Arch::kGfx942, Arch::kSm90}) {
-    const auto v = ja::ops::select_aiter_f4gemm(query(64, 4096, 4096, true, 256, "", -1, a), &c);
+    const auto v = select_row<Family>(f4_query(64, 4096, 4096, true, 256, "", -1, a), &c);
     EXPECT_NE(v.text().find("gfx950"), std::string::npos) << v.text();
   }
 }

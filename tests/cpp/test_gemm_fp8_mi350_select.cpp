@@ -35,10 +35,19 @@ Expected reference(int64_t m, int64_t n, int64_t k, std::string_view forced = ""
   return {true, symbol, (n + 128 * 2 - 1) / (128 * 2), (m + tile_m - 1) / tile_m};
 }
 
+// The family's selection for a call (256 CUs: the rule reads none).
+ja::Decision<ja::ops::AiterChoice<ja::kernels::AiterMi350Row>> select(int64_t m, int64_t n,
+                                                                      int64_t k, Arch arch,
+                                                                      std::string_view forced) {
+  ja::ops::AiterQuery q{.m = m, .n = n, .k = k, .arch = arch};
+  q.knobs.kernel = forced;
+  return ja::ops::select_aiter<ja::ops::AiterMi350>(q);
+}
+
 Expected ours(int64_t m, int64_t n, int64_t k, Arch arch, std::string_view forced = "") {
-  const ja::kernels::AiterMi350Row* row = nullptr;
-  ja::ops::AiterMi350Query q{m, n, k, arch, forced};
-  if (!ja::ops::select_aiter_mi350(q, &row).ok()) return {};
+  const auto d = select(m, n, k, arch, forced);
+  if (!d.ok()) return {};
+  const ja::kernels::AiterMi350Row* row = d->row;
   return {true, std::string(row->kernel.symbol), (n + 255) / 256,
           (m + row->tile_m - 1) / row->tile_m};
 }
@@ -89,10 +98,7 @@ TEST(GemmFp8Mi350Select, EveryRowCanBeForcedUnderTheSameGates) {
 }
 
 TEST(GemmFp8Mi350Select, ReasonsNameTheGate) {
-  const ja::kernels::AiterMi350Row* row = nullptr;
-  auto why = [&](int64_t m, int64_t n, int64_t k, Arch a) {
-    return std::string(ja::ops::select_aiter_mi350({m, n, k, a, ""}, &row).text());
-  };
+  auto why = [&](int64_t m, int64_t n, int64_t k, Arch a) { return select(m, n, k, a, "").text(); };
   EXPECT_NE(why(8, 256, 512, Arch::kGfx950).find("M = 8 is below 16"), std::string::npos);
   EXPECT_NE(why(64, 256, 256, Arch::kGfx950).find("K = 256 is below 512"), std::string::npos);
   EXPECT_NE(why(64, 256, 512, Arch::kGfx942).find("gfx950 code only"), std::string::npos);

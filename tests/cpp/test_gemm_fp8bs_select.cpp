@@ -63,24 +63,14 @@ Expected reference(int64_t m, int64_t n, int64_t k, int cus) {
       ->second;
 }
 
-ja::ops::AiterFp8BsQuery query(int64_t m, int64_t n, int64_t k, Arch arch, int cus,
-                               std::string_view kernel = "", int64_t splitk = -1) {
-  ja::ops::AiterFp8BsQuery q;
-  q.m = m;
-  q.n = n;
-  q.k = k;
-  q.arch = arch;
-  q.compute_units = cus;
-  q.kernel = kernel;
-  q.splitk = splitk;
-  return q;
-}
+using Family = ja::ops::AiterFp8Bs;
+using Choice = ja::ops::AiterChoice<Family::Row>;
 
 Expected ours(int64_t m, int64_t n, int64_t k, Arch arch, int cus) {
-  ja::ops::AiterFp8BsChoice c;
-  const ja::Verdict v = ja::ops::select_aiter_fp8bs(query(m, n, k, arch, cus), &c);
+  Choice c;
+  const ja::Verdict v = select_row<Family>(query(m, n, k, arch, cus), &c);
   if (!v.ok()) return {};
-  return {true, std::string(c.row->short_name()), c.split};
+  return {true, std::string(ja::kernels::short_name(*c.row)), c.split};
 }
 
 class Fp8BsSelectionGrid : public ::testing::TestWithParam<std::tuple<Arch, int>> {};
@@ -129,10 +119,10 @@ TEST(Fp8BsSelection, WorkedExamples) {
 }
 
 TEST(Fp8BsSelection, ForcedKernelAndSplit) {
-  ja::ops::AiterFp8BsChoice c;
+  Choice c;
   auto select = [&](std::string_view kernel, int64_t splitk, int64_t m = 64, int64_t n = 4096,
                     int64_t k = 4096, Arch arch = Arch::kGfx942) {
-    return ja::ops::select_aiter_fp8bs(query(m, n, k, arch, 304, kernel, splitk), &c);
+    return select_row<Family>(query(m, n, k, arch, 304, kernel, splitk), &c);
   };
   // By short name or by AITER's symbol; no split given: 1, as AITER's kernelName path.
   ASSERT_TRUE(select("fp8gemm_bf16_blockscale_BpreShuffle_80x128", -1).ok());
@@ -159,16 +149,18 @@ TEST(Fp8BsSelection, ForcedKernelAndSplit) {
 }
 
 TEST(Fp8BsSelection, Declines) {
-  ja::ops::AiterFp8BsChoice c;
-  const auto k = ja::ops::select_aiter_fp8bs(query(64, 4096, 4000, Arch::kGfx942, 304), &c);
+  Choice c;
+  const auto k = select_row<Family>(query(64, 4096, 4000, Arch::kGfx942, 304), &c);
   EXPECT_EQ(k.text(), "K = 4000 is not a multiple of 128");
-  EXPECT_FALSE(ja::ops::select_aiter_fp8bs(query(64, 4112, 4096, Arch::kGfx942, 304), &c).ok());
-  const auto sm90 = ja::ops::select_aiter_fp8bs(query(64, 4096, 4096, Arch::kSm90, 132), &c);
+  EXPECT_FALSE(select_row<Family>(query(64, 4112, 4096, Arch::kGfx942, 304), &c).ok());
+  const auto sm90 = select_row<Family>(query(64, 4096, 4096, Arch::kSm90, 132), &c);
   EXPECT_NE(sm90.text().find("asm_arch"), std::string::npos) << sm90.text();
 }
 
-// The fp8 format each tier's supports() demands (ops/fp8_format.hpp).
-TEST(Fp8BsSelection, FormatPerBackend) {
+// The fp8 format each tier's supports() demands (ops/fp8_format.hpp): a plan for an arch takes that
+// arch's format on every backend (an ASM plan's target is the planned arch, on any device; a
+// portable plan's is the device's own).
+TEST(Fp8BsSelection, FormatPerPlannedArch) {
   using ja::BackendKind;
   using ja::DType;
   ja::ops::GemmFp8BsParams p;
@@ -179,21 +171,32 @@ TEST(Fp8BsSelection, FormatPerBackend) {
   p.b.rank = 2;
   p.b.dims[0] = 4096;
   p.b.dims[1] = 4096;
+  using Asm = ja::ops::GemmFp8BsAsmTier;
+  using Portable = ja::ops::GemmFp8BsPortableTier;
+  // The ASM tier's targets: the arch it plans for, on each backend.
+  for (BackendKind b : {BackendKind::kHip, BackendKind::kCuda, BackendKind::kHost}) {
+    const ja::Target mi300{b, Arch::kGfx942, 304}, mi350{b, Arch::kGfx950, 256};
+    p.a.dtype = DType::kF8E4M3FN;
+    EXPECT_FALSE(Asm::supports(p, mi300).ok()) << int(b);
+    EXPECT_NE(Asm::supports(p, mi300).text().find("gfx942 reads f8_e4m3fnuz"), std::string::npos);
+    EXPECT_TRUE(Asm::supports(p, mi350).ok()) << int(b);
+    p.a.dtype = DType::kF8E4M3FNUZ;
+    EXPECT_TRUE(Asm::supports(p, mi300).ok()) << int(b);
+    EXPECT_FALSE(Asm::supports(p, mi350).ok()) << int(b);
+  }
+  // The portable tier's: the device's own arch.
+  const ja::Target host{BackendKind::kHost, Arch::kHost, 1};
+  const ja::Target h100{BackendKind::kCuda, Arch::kSm90, 132};
   const ja::Target mi300{BackendKind::kHip, Arch::kGfx942, 304};
-  const ja::Target mi350{BackendKind::kHip, Arch::kGfx950, 256};
-  const ja::Target host{BackendKind::kHost, Arch::kGfx942, 304};
-  const ja::Target h100{BackendKind::kCuda, Arch::kGfx942, 304};  // an ASM plan's twin on sm_90
-  EXPECT_FALSE(ja::ops::GemmFp8BsAsmTier::supports(p, mi300).ok());
-  EXPECT_TRUE(ja::ops::GemmFp8BsAsmTier::supports(p, mi350).ok());
-  EXPECT_TRUE(ja::ops::GemmFp8BsAsmTier::supports(p, host).ok());
-  EXPECT_TRUE(ja::ops::GemmFp8BsAsmTier::supports(p, h100).ok());
   p.a.dtype = DType::kF8E4M3FNUZ;
-  EXPECT_TRUE(ja::ops::GemmFp8BsAsmTier::supports(p, mi300).ok());
-  EXPECT_FALSE(ja::ops::GemmFp8BsAsmTier::supports(p, mi350).ok());
-  EXPECT_TRUE(ja::ops::GemmFp8BsPortableTier::supports(p, host).ok());
-  EXPECT_FALSE(ja::ops::GemmFp8BsPortableTier::supports(p, h100).ok());
-  EXPECT_NE(ja::ops::GemmFp8BsPortableTier::supports(p, h100).text().find("e4m3fn"),
-            std::string::npos);
+  EXPECT_TRUE(Portable::supports(p, host).ok());
+  EXPECT_TRUE(Portable::supports(p, mi300).ok());
+  EXPECT_FALSE(Portable::supports(p, h100).ok());
+  EXPECT_NE(Portable::supports(p, h100).text().find("e4m3fn"), std::string::npos);
+  p.a.dtype = DType::kF8E4M3FN;
+  EXPECT_TRUE(Portable::supports(p, host).ok());
+  EXPECT_TRUE(Portable::supports(p, h100).ok());
+  EXPECT_FALSE(Portable::supports(p, mi300).ok());
 }
 
 }  // namespace

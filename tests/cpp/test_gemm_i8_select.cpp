@@ -65,24 +65,14 @@ Expected reference(int64_t m, int64_t n, int64_t k, Arch arch, int cus) {
       ->second;
 }
 
-ja::ops::AiterI8GemmQuery query(int64_t m, int64_t n, int64_t k, Arch arch, int cus,
-                                std::string_view kernel = "", int64_t splitk = -1) {
-  ja::ops::AiterI8GemmQuery q;
-  q.m = m;
-  q.n = n;
-  q.k = k;
-  q.arch = arch;
-  q.compute_units = cus;
-  q.kernel = kernel;
-  q.splitk = splitk;
-  return q;
-}
+using Family = ja::ops::AiterI8Gemm;
+using Choice = ja::ops::AiterChoice<Family::Row>;
 
 Expected ours(int64_t m, int64_t n, int64_t k, Arch arch, int cus) {
-  ja::ops::AiterI8GemmChoice c;
-  const ja::Verdict v = ja::ops::select_aiter_i8gemm(query(m, n, k, arch, cus), &c);
+  Choice c;
+  const ja::Verdict v = select_row<Family>(query(m, n, k, arch, cus), &c);
   if (!v.ok()) return {};
-  return {true, std::string(c.row->short_name()), c.split};
+  return {true, std::string(ja::kernels::short_name(*c.row)), c.split};
 }
 
 class I8SelectionGrid : public ::testing::TestWithParam<std::tuple<Arch, int>> {};
@@ -125,10 +115,10 @@ TEST(I8Selection, WorkedExamples) {
 }
 
 TEST(I8Selection, ForcedKernelAndSplit) {
-  ja::ops::AiterI8GemmChoice c;
+  Choice c;
   auto select = [&](std::string_view kernel, int64_t splitk, int64_t m = 64, int64_t n = 4096,
                     int64_t k = 4096, Arch arch = Arch::kGfx942) {
-    return ja::ops::select_aiter_i8gemm(query(m, n, k, arch, 304, kernel, splitk), &c);
+    return select_row<Family>(query(m, n, k, arch, 304, kernel, splitk), &c);
   };
   // By short name or by AITER's symbol; no split given: 1, as AITER's kernelName path.
   ASSERT_TRUE(select("I8gemm_bf16_perTokenI8_BpreShuffle_80x128", -1).ok());
@@ -160,11 +150,11 @@ TEST(I8Selection, ForcedKernelAndSplit) {
 }
 
 TEST(I8Selection, Declines) {
-  ja::ops::AiterI8GemmChoice c;
-  const auto k = ja::ops::select_aiter_i8gemm(query(64, 4096, 4000, Arch::kGfx942, 304), &c);
+  Choice c;
+  const auto k = select_row<Family>(query(64, 4096, 4000, Arch::kGfx942, 304), &c);
   EXPECT_EQ(k.text(), "K = 4000 is not a multiple of 128");
-  EXPECT_FALSE(ja::ops::select_aiter_i8gemm(query(64, 4112, 4096, Arch::kGfx942, 304), &c).ok());
-  const auto sm90 = ja::ops::select_aiter_i8gemm(query(64, 4096, 4096, Arch::kSm90, 132), &c);
+  EXPECT_FALSE(select_row<Family>(query(64, 4112, 4096, Arch::kGfx942, 304), &c).ok());
+  const auto sm90 = select_row<Family>(query(64, 4096, 4096, Arch::kSm90, 132), &c);
   EXPECT_NE(sm90.text().find("asm_arch"), std::string::npos) << sm90.text();
 }
 

@@ -70,26 +70,22 @@ Expected reference(int64_t m, int64_t n, int64_t k, Arch arch, int cus, bool bia
       ->second;
 }
 
-ja::ops::AiterBf16GemmQuery query(int64_t m, int64_t n, int64_t k, Arch arch, int cus,
-                                  bool bias = false, std::string_view kernel = "",
-                                  int64_t splitk = -1) {
-  ja::ops::AiterBf16GemmQuery q;
-  q.m = m;
-  q.n = n;
-  q.k = k;
-  q.arch = arch;
-  q.compute_units = cus;
+using Bf16 = ja::ops::AiterBf16Gemm;
+using Choice = ja::ops::AiterChoice<Bf16::Row>;
+
+ja::ops::AiterQuery bf16_query(int64_t m, int64_t n, int64_t k, Arch arch, int cus,
+                               bool bias = false, std::string_view kernel = "",
+                               int64_t splitk = -1) {
+  ja::ops::AiterQuery q = ja::gemm_testing::query(m, n, k, arch, cus, kernel, splitk);
   q.bias = bias;
-  q.kernel = kernel;
-  q.splitk = splitk;
   return q;
 }
 
 Expected ours(int64_t m, int64_t n, int64_t k, Arch arch, int cus, bool bias) {
-  ja::ops::AiterBf16GemmChoice c;
-  const ja::Verdict v = ja::ops::select_aiter_bf16gemm(query(m, n, k, arch, cus, bias), &c);
+  Choice c;
+  const ja::Verdict v = select_row<Bf16>(bf16_query(m, n, k, arch, cus, bias), &c);
   if (!v.ok()) return {};
-  return {true, std::string(c.row->short_name()), c.split};
+  return {true, std::string(ja::kernels::short_name(*c.row)), c.split};
 }
 
 class SelectionGrid : public ::testing::TestWithParam<std::tuple<Arch, int>> {};
@@ -160,11 +156,10 @@ TEST(Selection, OrderSensitiveShapesFollowTheStatedKey) {
 }
 
 TEST(Selection, ForcedKernelAndSplit) {
-  ja::ops::AiterBf16GemmChoice c;
+  Choice c;
   auto select = [&](std::string_view kernel, int64_t splitk, int64_t m = 64, int64_t n = 4096,
                     int64_t k = 4096, bool bias = false) {
-    return ja::ops::select_aiter_bf16gemm(query(m, n, k, Arch::kGfx942, 304, bias, kernel, splitk),
-                                          &c);
+    return select_row<Bf16>(bf16_query(m, n, k, Arch::kGfx942, 304, bias, kernel, splitk), &c);
   };
   // By short name or by AITER's symbol, as its tuned configs name it.
   ASSERT_TRUE(select("bf16gemm_fp32bf16_tn_80x64_splitk_clean", 3).ok());
@@ -195,18 +190,17 @@ TEST(Selection, ForcedKernelAndSplit) {
 }
 
 TEST(Selection, Declines) {
-  ja::ops::AiterBf16GemmChoice c;
-  const auto k = ja::ops::select_aiter_bf16gemm(query(64, 4096, 100, Arch::kGfx942, 304), &c);
+  Choice c;
+  const auto k = select_row<Bf16>(bf16_query(64, 4096, 100, Arch::kGfx942, 304), &c);
   EXPECT_EQ(k.text(), "K = 100 is not a multiple of 64");
-  EXPECT_FALSE(ja::ops::select_aiter_bf16gemm(query(64, 100, 4096, Arch::kGfx942, 304), &c).ok());
-  const auto sm90 = ja::ops::select_aiter_bf16gemm(query(64, 4096, 4096, Arch::kSm90, 132), &c);
+  EXPECT_FALSE(select_row<Bf16>(bf16_query(64, 100, 4096, Arch::kGfx942, 304), &c).ok());
+  const auto sm90 = select_row<Bf16>(bf16_query(64, 4096, 4096, Arch::kSm90, 132), &c);
   EXPECT_NE(sm90.text().find("asm_arch"), std::string::npos) << sm90.text();
   // 256x256 takes no bias: with one, gfx950 picks another row where it would pick it.
-  ASSERT_TRUE(ja::ops::select_aiter_bf16gemm(query(1024, 4096, 4096, Arch::kGfx950, 256), &c).ok());
-  EXPECT_EQ(c.row->short_name(), "bf16gemm_bf16_tn_256x256");
-  ASSERT_TRUE(
-      ja::ops::select_aiter_bf16gemm(query(1024, 4096, 4096, Arch::kGfx950, 256, true), &c).ok());
-  EXPECT_NE(c.row->short_name(), "bf16gemm_bf16_tn_256x256");
+  ASSERT_TRUE(select_row<Bf16>(bf16_query(1024, 4096, 4096, Arch::kGfx950, 256), &c).ok());
+  EXPECT_EQ(ja::kernels::short_name(*c.row), "bf16gemm_bf16_tn_256x256");
+  ASSERT_TRUE(select_row<Bf16>(bf16_query(1024, 4096, 4096, Arch::kGfx950, 256, true), &c).ok());
+  EXPECT_NE(ja::kernels::short_name(*c.row), "bf16gemm_bf16_tn_256x256");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "jax_aiter/kernels/shared/aiter_bf16gemm.h"
 #include "jax_aiter/kernels/shared/gemm.h"
+#include "jax_aiter_fp8.hpp"
 #include "jax_aiter_mma.hpp"
 
 namespace {
@@ -504,4 +505,107 @@ TEST(MmaSyncFragments, PortableAndTwinTiles) {
       << #symbol;
   JAX_AITER_BF16GEMM_ROWS(JA_CHECK_TWIN)
 #undef JA_CHECK_TWIN
+}
+
+// ---- e4m3fnuz on sm_90 (kernels_co/include/jax_aiter_fp8.hpp) ----------------------------------
+
+// e4m3fnuz from its definition: bias 8, no infinities, no -0; 0x80 is the one NaN.
+double fnuz_value(uint32_t byte) {
+  if (byte == 0x80) return std::nan("");
+  const int e = (byte >> 3) & 0xf, m = byte & 7;
+  const double v = e == 0 ? std::ldexp(m / 8.0, -7) : std::ldexp(1 + m / 8.0, e - 8);
+  return byte & 0x80 ? -v : v;
+}
+
+TEST(Fp8Fnuz, EveryByteIsAnExactF16) {
+  for (uint32_t b = 0; b < 256; ++b) {
+    const uint32_t bits = ja::fnuz_to_f16_bits(b);
+    if (b == 0x80) {  // an f16 NaN: exponent all ones, mantissa not zero
+      EXPECT_EQ(bits & 0x7c00u, 0x7c00u);
+      EXPECT_NE(bits & 0x3ffu, 0u);
+      continue;
+    }
+    EXPECT_EQ(double(f16_to_float(static_cast<uint16_t>(bits))), std::ldexp(fnuz_value(b), -7))
+        << b;
+  }
+  // Four bytes a word, low byte first, into two f16x2 words.
+  uint32_t lo = 0, hi = 0;
+  ja::fnuz4_to_f16x2(0x7f01c840u, lo, hi);
+  EXPECT_EQ(lo, ja::fnuz_to_f16_bits(0x40) | ja::fnuz_to_f16_bits(0xc8) << 16);
+  EXPECT_EQ(hi, ja::fnuz_to_f16_bits(0x01) | ja::fnuz_to_f16_bits(0x7f) << 16);
+}
+
+// One m16n8k32 step of e4m3fnuz fragments (PTX ISA layout: thread t, g = t / 4, c = 4 (t % 4);
+// a_r: row g + 8 (r % 2), k c + 16 (r / 2) + byte; b_r: column g, k c + 16 r + byte) against the
+// two m16n8k16 f16 steps fnuz_fragments_as_f16 makes of them (a_q: row g + 8 (q % 2), k 2 (t % 4)
+// + 8 (q / 2) + h; b_q: column g, k 2 (t % 4) + 8 q + h), rescaled: the same sums, exactly.
+TEST(Fp8Fnuz, TwoF16StepsSumTheSameProducts) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<uint32_t> byte(0, 255);
+  for (int trial = 0; trial < 20; ++trial) {
+    uint8_t A[16][32], B[8][32];  // B as [column][k]
+    auto draw = [&] {             // any byte but the NaN
+      uint32_t x = byte(rng);
+      while (x == 0x80) x = byte(rng);
+      return static_cast<uint8_t>(x);
+    };
+    for (auto& row : A) {
+      for (auto& x : row) x = draw();
+    }
+    for (auto& row : B) {
+      for (auto& x : row) x = draw();
+    }
+    double want[16][8] = {}, got[16][8] = {};
+    for (int m = 0; m < 16; ++m) {
+      for (int n = 0; n < 8; ++n) {
+        for (int k = 0; k < 32; ++k) want[m][n] += fnuz_value(A[m][k]) * fnuz_value(B[n][k]);
+      }
+    }
+    for (int t = 0; t < 32; ++t) {
+      const int g = t / 4, c = 4 * (t % 4);
+      uint32_t a[4], b[2];
+      for (int r = 0; r < 4; ++r) {
+        a[r] = 0;
+        for (int i = 0; i < 4; ++i)
+          a[r] |= uint32_t{A[g + 8 * (r % 2)][c + 16 * (r / 2) + i]} << 8 * i;
+      }
+      for (int r = 0; r < 2; ++r) {
+        b[r] = 0;
+        for (int i = 0; i < 4; ++i) b[r] |= uint32_t{B[g][c + 16 * r + i]} << 8 * i;
+      }
+      uint32_t a0[4], b0[2], a1[4], b1[2];
+      ja::fnuz_fragments_as_f16(a, b, a0, b0, a1, b1);
+      // Scatter this thread's f16 operands into the two k16 steps' matrices.
+      static double am[2][16][16], bm[2][16][8];
+      const uint32_t* as[2] = {a0, a1};
+      const uint32_t* bs[2] = {b0, b1};
+      for (int s = 0; s < 2; ++s) {
+        const int c2 = 2 * (t % 4);
+        for (int q = 0; q < 4; ++q) {
+          for (int h = 0; h < 2; ++h) {
+            am[s][g + 8 * (q % 2)][c2 + 8 * (q / 2) + h] =
+                f16_to_float(static_cast<uint16_t>(as[s][q] >> 16 * h));
+          }
+        }
+        for (int q = 0; q < 2; ++q) {
+          for (int h = 0; h < 2; ++h) {
+            bm[s][c2 + 8 * q + h][g] = f16_to_float(static_cast<uint16_t>(bs[s][q] >> 16 * h));
+          }
+        }
+      }
+      if (t == 31) {
+        for (int m = 0; m < 16; ++m) {
+          for (int n = 0; n < 8; ++n) {
+            for (int s = 0; s < 2; ++s) {
+              for (int k = 0; k < 16; ++k) got[m][n] += am[s][m][k] * bm[s][k][n];
+            }
+            got[m][n] *= ja::kFnuzF16Rescale;
+          }
+        }
+      }
+    }
+    for (int m = 0; m < 16; ++m) {
+      for (int n = 0; n < 8; ++n) ASSERT_EQ(got[m][n], want[m][n]) << trial << " " << m << "," << n;
+    }
+  }
 }

@@ -335,7 +335,7 @@ void run_case(const Case& c, const Target& tg, std::mt19937& rng) {
       std::printf("SKIP fwd %s: %s\n", what.c_str(), v_.text().c_str());
     } else {
       jk::Plan plan;
-      ops::FlashAttnFwdAsmTier::plan(fp, tg.t, plan);
+      ops::plan_with<ops::FlashAttnFwdAsmTier>(fp, tg.t, *v_, plan);
       std::string why;
       if (!run_plan(plan, why)) {
         verdict(false, "fwd " + what + ": " + why);
@@ -401,7 +401,7 @@ void run_case(const Case& c, const Target& tg, std::mt19937& rng) {
   }
   jk::Plan plan;
   plan.workspace_base = ws.ptr();
-  ops::FlashAttnBwdAsmTier::plan(bp, tg.t, plan);
+  ops::plan_with<ops::FlashAttnBwdAsmTier>(bp, tg.t, *v_, plan);
   std::string why;
   if (!run_plan(plan, why)) {
     if (c.hq != c.hk && modules.size() < 2) {
@@ -580,7 +580,7 @@ void time_forward(std::mt19937& rng) {
     fp.opt.causal = causal;
     const jax_aiter::Target t{jax_aiter::BackendKind::kCuda, Arch::kGfx942, 304, 0, 0x74a1};
     jk::Plan plan;
-    ops::FlashAttnFwdAsmTier::plan(fp, t, plan);
+    if (!ops::decide_and_plan<ops::FlashAttnFwdAsmTier>(fp, t, plan).ok()) continue;
     std::string why;
     std::vector<float> ms;
     for (int rep = 0; rep < 6; ++rep) {

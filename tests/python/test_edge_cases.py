@@ -143,7 +143,7 @@ def test_asm_bf16_split_k_rounds_once_per_split():
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     plan = jax_aiter.plan("aiter.gemm", {"a": ("bfloat16", (m, k)), "b": ("bfloat16", (n, k)),
                                          "bias": None, "out": ("bfloat16", (m, n))},
-                          {"kernel": "", "splitk": -1, "tier": "asm"}, "gfx942", 304)
+                          {"kernel": "", "tier": "asm"}, "gfx942", 304)
     split = plan["chosen"]["plan"]["notes"]["split"]
     assert split == 5, plan["chosen"]["plan"]["notes"]
     chunk = -(-(k // 64) // split) * 64
@@ -206,6 +206,28 @@ def test_unknown_kernel_name_is_an_error(m):
 
 
 # ---- empty inputs: validated first, then answered --------------------------------------------
+
+def test_forced_knobs_are_never_dropped():
+    """kernel= and splitk= (ops/aiter_knobs.hpp): a tier that cannot honour one says no with the
+    reason; the call runs on a tier that can, or fails naming every tier's reason."""
+    a16 = jnp.ones((8, 256), jnp.float16)
+    b16 = jnp.ones((64, 256), jnp.float16)
+    # AITER's BF16 kernels take no f16; the portable tier runs none of AITER's kernels.
+    with pytest.raises(Exception, match=r"no tier runs this call \(asm: .*f16.*; portable: the "
+                                        r"call forces an AITER kernel"):
+        jax.block_until_ready(jax_aiter.gemm(a16, b16, kernel="bf16gemm_fp32bf16_tn_32x64_"
+                                             "splitk_clean", dispatch=Dispatch(asm_arch="gfx942")))
+    # A split the portable tier can run exactly is run (f16 on the CPU: the portable tier).
+    out = jax_aiter.gemm(a16, b16, splitk=2)
+    np.testing.assert_array_equal(np.asarray(out, np.float32), np.full((8, 64), 256.0))
+    # One it cannot (16 splits of K = 256 in whole K tiles) is refused, not quietly changed.
+    with pytest.raises(Exception, match=r"portable: splitk 16"):
+        jax.block_until_ready(jax_aiter.gemm(a16, b16, splitk=16))
+    # Above 16 (AITER's most) is an error before any tier, as is a negative one.
+    for bad in (17, -1):
+        with pytest.raises(ValueError, match=r"aiter.gemm: attribute splitk: expected 0 or 1"):
+            jax_aiter.gemm(a16, b16, splitk=bad)
+
 
 def test_empty_gemm_is_validated_first():
     with pytest.raises(ValueError, match=r"aiter.gemm: operand b: expected bf16\[N,64\]"):

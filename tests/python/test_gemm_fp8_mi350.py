@@ -200,7 +200,7 @@ def test_fnuz_on_the_host():
     xq, wq, xs, ws = _inputs(rng, 20, 256, 512, jnp.float8_e4m3fnuz)
     assert_close("fnuz portable", _run(xq, wq, xs, ws, PORTABLE), xq, wq, xs, ws)
     # The ASM plan is gfx950 code, which reads e4m3fn: refused, and auto runs portable.
-    with pytest.raises(Exception, match="gfx950 code, which reads f8_e4m3fn"):
+    with pytest.raises(Exception, match="gfx950 reads f8_e4m3fn"):
         jax.block_until_ready(gemm_fp8_mi350(xq, shuffle_weight(wq), xs, ws, dispatch=ASM))
     assert _chosen(20, 256, 512, Dispatch(asm_arch="gfx950"), dtype="float8_e4m3fnuz")[0] == \
         "portable"
@@ -234,6 +234,9 @@ def test_errors():
         gemm_fp8_mi350(xq, wq, xs, ws)
     with pytest.raises(ValueError, match=r"layout \(16, 16\), got one in \(32, 16\)"):
         gemm_fp8_mi350(xq, shuffle_weight(wq, (32, 16)), xs, ws)
+    # A named layout is named, not spelt out letter by letter.
+    with pytest.raises(ValueError, match=r"layout \(16, 16\), got one in 'flatmm'$"):
+        gemm_fp8_mi350(xq, jax_aiter.ShuffledWeight(sw.data, "flatmm"), xs, ws)
     with pytest.raises(ValueError, match=r"operand x_scale: expected shape \(4, 32\)"):
         gemm_fp8_mi350(xq, sw, xs.T, ws)
     with pytest.raises(ValueError, match=r"operand w_scale: expected shape \(2, 4\)"):

@@ -33,9 +33,9 @@ FN, FNUZ = jnp.float8_e4m3fn, jnp.float8_e4m3fnuz
 ON_CPU = jax.devices()[0].platform == "cpu"
 # The formats this platform's kernels read (the host twins: both; NVIDIA: e4m3fn).
 FORMATS = [FN, FNUZ] if ON_CPU else [FN]
-# The format each arch's ASM kernels read, as run here: on CPU the arch's own; on NVIDIA the
-# twins read e4m3fn whichever arch was planned.
-ARCH_FORMAT = {"gfx942": FNUZ if ON_CPU else FN, "gfx950": FN}
+# The format each arch's ASM plan reads, on every platform (ops/fp8_format.hpp): the arch's own
+# (the sm_90 twins convert gfx942's e4m3fnuz in registers).
+ARCH_FORMAT = {"gfx942": FNUZ, "gfx950": FN}
 
 # AITER's fp8gemm_blockscale rows (hsa/<arch>/fp8gemm_blockscale/fp8gemm_bf16_blockscale.csv):
 # tile_m, all with tile_n 128, on both archs.
@@ -252,6 +252,13 @@ def test_errors():
     with pytest.raises(Exception, match=r"attribute kernel: .*fp8gemm_blockscale kernels.*'nope'"):
         jax.block_until_ready(gemm_fp8_blockscale(a, sw, sa, sb, kernel="nope",
                                                   dispatch=ASM_950))
+    # A plan for an arch takes that arch's format on every backend, and refuses the other.
+    for arch, wrong in (("gfx942", FN), ("gfx950", FNUZ)):
+        aw = np.asarray(a).astype(wrong)
+        ww = shuffle_weight(np.asarray(w).astype(wrong), FP8BS_LAYOUT)
+        with pytest.raises(Exception, match=f"{arch} reads f8_e4m3fn"):
+            jax.block_until_ready(gemm_fp8_blockscale(
+                aw, ww, sa, sb, dispatch=ASM_942 if arch == "gfx942" else ASM_950))
     if not ON_CPU:  # NVIDIA's tensor cores read e4m3fn only
         an, wn = np.asarray(a).astype(FNUZ), shuffle_weight(np.asarray(w).astype(FNUZ),
                                                            FP8BS_LAYOUT)

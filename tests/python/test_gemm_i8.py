@@ -153,13 +153,20 @@ def test_values(m, n, k, bias, dispatch):
 
 
 # The portable tier's K split (int32 accumulator + finish kernel), forced: exact sums, so the
-# tolerance is the unsplit one whatever the split; splits that leave a short or empty last chunk.
+# tolerance is the unsplit one whatever the split; splits that leave a short last chunk. A split
+# that whole 64-wide K steps cannot make (K = 32 in 2, K = 640 in 16) is refused with the reason,
+# never run as another (ops/aiter_knobs.hpp).
 @pytest.mark.parametrize("m,n,k,splitk", [(1, 16, 32, 2), (5, 144, 1024, 3), (16, 256, 4128, 5),
                                           (33, 128, 640, 16), (130, 272, 4096, 7)])
 def test_portable_split(m, n, k, splitk):
     rng = np.random.default_rng(m * 7 + n + k + splitk)
     a, w, sa, sb, c = _inputs(rng, m, n, k, m % 2 == 1)
-    assert _split_of(m, n, k, c is not None, PORTABLE, splitk=splitk) == min(splitk, -(-k // 64))
+    chunk = -(-(-(-k // splitk)) // 64) * 64
+    if -(-k // chunk) != splitk:
+        with pytest.raises(Exception, match=f"portable: splitk {splitk}: K = {k} cuts into"):
+            jax.block_until_ready(_run(a, w, sa, sb, c, PORTABLE, splitk=splitk))
+        return
+    assert _split_of(m, n, k, c is not None, PORTABLE, splitk=splitk) == splitk
     out = _run(a, w, sa, sb, c, PORTABLE, splitk=splitk)
     assert_i8_close(f"split {splitk} {m}x{n}x{k}", out, a, w, sa, sb, c)
     unsplit = _run(a, w, sa, sb, c, PORTABLE)
@@ -231,6 +238,9 @@ def test_errors():
         gemm_i8(a, w, sa, sb)
     with pytest.raises(ValueError, match=r"layout \(16, 16\), got one in \(32, 16\)"):
         gemm_i8(a, shuffle_weight(w, (32, 16)), sa, sb)
+    # A named layout is named, not spelt out letter by letter.
+    with pytest.raises(ValueError, match=r"layout \(16, 16\), got one in 'flatmm'$"):
+        gemm_i8(a, jax_aiter.ShuffledWeight(sw.data, "flatmm"), sa, sb)
     with pytest.raises(ValueError, match="operand a_scale"):
         gemm_i8(a, sw, sa.reshape(-1), sb)
     with pytest.raises(ValueError, match="operand b_scale"):

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace jax_aiter {
 
@@ -42,6 +43,32 @@ class Verdict {
  private:
   std::string_view why_;
   std::array<int64_t, 3> values_{};
+};
+
+// What a tier has nothing to choose with (its plan reads the call alone).
+struct NoChoice {};
+
+// A tier's answer with what it decided: yes with the choice its plan carries out (a row, a split),
+// or why not. Allocation-free like Verdict; the choice is read only when ok().
+template <typename C>
+class Decision {
+ public:
+  constexpr Decision(C choice) : choice_(choice) {}  // NOLINT: implicit, yes with this choice
+  // A no; or, for a tier with nothing to choose, a yes. A yes without a choice would leave the plan
+  // nothing to carry out, so it reads as a no.
+  constexpr Decision(Verdict v)  // NOLINT: implicit
+      : verdict_(v.ok() && !std::is_empty_v<C> ? Verdict::no("internal: a yes without a choice")
+                                               : v) {}
+
+  constexpr bool ok() const { return verdict_.ok(); }
+  constexpr const Verdict& verdict() const { return verdict_; }
+  std::string text() const { return verdict_.text(); }
+  constexpr const C& operator*() const { return choice_; }
+  constexpr const C* operator->() const { return &choice_; }
+
+ private:
+  Verdict verdict_;
+  C choice_{};
 };
 
 }  // namespace jax_aiter

@@ -2,8 +2,9 @@
 // spec (ffi/spec.hpp), validate it, and walk the op's tiers in order (ops/dispatch.hpp): the first
 // tier that supports the call plans it, and every kernel of that plan is resolved on the device
 // (runtime/backend.hpp). A kernel whose code object is nowhere to be found (NotFound: AITER's code
-// object neither embedded nor in the AITER root) passes the call to the next tier, unless the call
-// forced this tier; any other failure is the call's error.
+// object neither embedded nor in the AITER root), or whose AITER code object declares no argument
+// layout we know (FailedPrecondition: an AITER version older or newer than our tables), passes the
+// call to the next tier, unless the call forced this tier; any other failure is the call's error.
 //   initialize stage: resolves (loads, checks) the kernels the plan for these static shapes picks,
 //                     before execution and before any command-buffer capture;
 //   execute stage:    plans again (pure arithmetic), finds the resolved kernels, and issues the
@@ -73,11 +74,12 @@ struct Handler {
         result = target.status();
         return done = true;
       }
-      verdicts[i] = T::supports(p, *target);
-      if (!verdicts[i].ok()) return false;
+      const auto decision = ops::decide<T>(p, *target);
+      verdicts[i] = decision.verdict();
+      if (!decision.ok()) return false;
       kernels::Plan plan;
       plan.workspace_base = workspace;
-      T::plan(p, *target, plan);
+      ops::plan_with<T>(p, *target, *decision, plan);
       if (plan.workspace.total > workspace_bytes) {
         result = Internal(StrCat(Op::kName, ": tier ", T::kName, " needs ", plan.workspace.total,
                                  " workspace bytes, more than the ", workspace_bytes,
@@ -89,7 +91,10 @@ struct Handler {
         if (plan.steps[s].kind != kernels::Step::Kind::kLaunch) continue;
         const auto& kernel = Backend::resolve(where.device, *plan.steps[s].launch.kernel);
         if (!kernel.status.ok()) {
-          if (kernel.status.code() == ErrorCode::kNotFound && !forced) {
+          const ErrorCode code = kernel.status.code();
+          const bool absent = code == ErrorCode::kNotFound ||
+                              (ops::runs_aiter_code<T>() && code == ErrorCode::kFailedPrecondition);
+          if (absent && !forced) {
             missing[i] = &kernel.status;
             return false;
           }

@@ -425,12 +425,12 @@ Expected<std::string> plan_json(std::string_view call_json, const Target& target
     } else if (auto t = ops::tier_target<T>(Op::kName, target, p.dispatch); !t) {
       error = t.status();
       return true;
-    } else if (const Verdict v = T::supports(p, *t); !v.ok()) {
-      verdict = v.text();
+    } else if (const auto d = ops::decide<T>(p, *t); !d.ok()) {
+      verdict = d.text();
     } else {
       kernels::Plan plan;
       if constexpr (Spec<Op>::kHasWorkspace) plan.workspace_base = p.workspace.data;
-      T::plan(p, *t, plan);
+      ops::plan_with<T>(p, *t, *d, plan);
       verdict = "taken";
       taken = true;
       chosen =

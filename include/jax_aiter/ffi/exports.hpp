@@ -63,7 +63,8 @@ inline std::string check_aiter_json(std::string_view root) {
                ", \"arch\": ", json_quote(c.arch), ", \"code_object\": ", json_quote(c.code_object),
                ", \"symbol\": ", json_quote(c.symbol),
                ", \"result\": ", json_quote(runtime::name(c.result)),
-               ", \"detail\": ", json_quote(c.detail), "}");
+               ", \"detail\": ", json_quote(c.detail), ", \"abi\": ", json_quote(c.abi),
+               ", \"declared\": ", c.declared, "}");
   }
   return StrCat("{\"root\": ", json_quote(root), ", \"checked\": [", rows, "], \"ok\": ", ok,
                 ", \"missing\": ", missing, ", \"mismatch\": ", mismatch, "}");

@@ -1,6 +1,6 @@
 // How aiter.flatmm_fp8 meets XLA:
 //   aiter.flatmm_fp8  (x, w, x_scale, w_scale) -> (out)
-//   attributes: w_layout (required: "flatmm"), kernel (+ dispatch)
+//   attributes: w_layout (required: "flatmm"), kernel, splitk (+ dispatch)
 // No workspace: one launch, nothing to zero.
 #pragma once
 
@@ -18,8 +18,7 @@ struct FfiSpec<ops::FlatmmFp8> {
   static constexpr std::array operands{input("x", &P::x), input("w", &P::w),
                                        input("x_scale", &P::x_scale), input("w_scale", &P::w_scale),
                                        output("out", &P::out)};
-  static constexpr std::array attributes{attr<&P::w_layout>("w_layout", kRequired),
-                                         attr<&P::kernel>("kernel")};
+  static constexpr std::array attributes{attr<&P::w_layout>("w_layout", kRequired)};
 };
 
 // This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("flatmm_fp8", Backend) (ops.cmake).

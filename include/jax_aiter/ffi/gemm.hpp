@@ -17,7 +17,7 @@ struct FfiSpec<ops::Gemm> {
   static constexpr std::array operands{input("a", &P::a), input("b", &P::b),
                                        optional_input("bias", &P::bias), output("out", &P::out),
                                        workspace(&P::workspace)};
-  static constexpr std::array attributes{attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
+  static constexpr std::array<AttrSpec<P>, 0> attributes{};  // kernel, splitk: AITER's knobs
 };
 
 // This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm", Backend) (ops.cmake).

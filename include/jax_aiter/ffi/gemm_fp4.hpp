@@ -17,8 +17,7 @@ struct FfiSpec<ops::GemmFp4> {
   static constexpr std::array operands{input("a", &P::a), input("b", &P::b),
                                        input("a_scale", &P::a_scale), input("b_scale", &P::b_scale),
                                        output("out", &P::out)};
-  static constexpr std::array attributes{attr<&P::b_layout>("b_layout", kRequired),
-                                         attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
+  static constexpr std::array attributes{attr<&P::b_layout>("b_layout", kRequired)};
 };
 
 // This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm_fp4", Backend) (ops.cmake).

@@ -22,8 +22,7 @@ struct FfiSpec<ops::GemmI8> {
                                        optional_input("bias", &P::bias),
                                        output("out", &P::out),
                                        workspace(&P::workspace)};
-  static constexpr std::array attributes{attr<&P::b_layout>("b_layout", kRequired),
-                                         attr<&P::kernel>("kernel"), attr<&P::splitk>("splitk")};
+  static constexpr std::array attributes{attr<&P::b_layout>("b_layout", kRequired)};
 };
 
 // This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("gemm_i8", Backend) (ops.cmake).

@@ -12,7 +12,8 @@
 //   };
 //
 // Every op also takes the dispatch attributes (ops/dispatch.hpp): tier, asm_arch, asm_cus, a
-// struct-like set that fills Params::dispatch.
+// struct-like set that fills Params::dispatch. An AITER op (Params::aiter, ops/aiter_knobs.hpp)
+// takes AITER's knobs too: kernel and splitk (absent: the heuristic's choice), declared here once.
 //
 // Conventions at the XLA boundary:
 //  - an optional input that is absent is passed as a u8[0] buffer (kAbsent; Python's ffi helper
@@ -31,6 +32,7 @@
 #include <type_traits>
 
 #include "jax_aiter/core/status.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 
@@ -178,6 +180,8 @@ constexpr AttrType attr_type() {
     return AttrType::kBool;
   } else if constexpr (std::is_same_v<T, std::string_view>) {
     return AttrType::kString;
+  } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+    return AttrType::kI64;  // absent unless the call sets it
   } else {
     static_assert(std::is_same_v<T, int64_t>, "attributes are float, int64_t, bool or string_view");
     return AttrType::kI64;
@@ -192,6 +196,8 @@ void store(T& out, const AttrValue& v) {
     out = v.flag;
   } else if constexpr (std::is_same_v<T, std::string_view>) {
     out = v.text;
+  } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+    out = v.integer;
   } else {
     out = v.integer;
   }
@@ -227,6 +233,17 @@ constexpr std::array<AttrSpec<P>, 3> dispatch_attributes() {
           attr_in<&P::dispatch, &ops::Dispatch::asm_cus>("asm_cus")};
 }
 
+// AITER's knobs, for an op whose Params holds them (none otherwise).
+template <typename P>
+constexpr auto aiter_knob_attributes() {
+  if constexpr (requires { &P::aiter; }) {
+    return std::array<AttrSpec<P>, 2>{attr_in<&P::aiter, &ops::AiterKnobs::kernel>("kernel"),
+                                      attr_in<&P::aiter, &ops::AiterKnobs::splitk>("splitk")};
+  } else {
+    return std::array<AttrSpec<P>, 0>{};
+  }
+}
+
 // ---- the whole list, and decoding from any source
 // ------------------------------------------------
 
@@ -236,10 +253,13 @@ struct Spec {
   static constexpr auto kOperands = FfiSpec<Op>::operands;
   static constexpr auto kAttributes = [] {
     constexpr auto own = FfiSpec<Op>::attributes;
+    constexpr auto knobs = aiter_knob_attributes<P>();
     constexpr auto dispatch = dispatch_attributes<P>();
-    std::array<AttrSpec<P>, own.size() + dispatch.size()> all{};
-    for (size_t i = 0; i < own.size(); ++i) all[i] = own[i];
-    for (size_t i = 0; i < dispatch.size(); ++i) all[own.size() + i] = dispatch[i];
+    std::array<AttrSpec<P>, own.size() + knobs.size() + dispatch.size()> all{};
+    size_t n = 0;
+    for (const auto& a : own) all[n++] = a;
+    for (const auto& a : knobs) all[n++] = a;
+    for (const auto& a : dispatch) all[n++] = a;
     return all;
   }();
 

@@ -25,6 +25,23 @@ struct ArgField {
   ArgKind kind;
 };
 
+struct KernelArgs;
+
+// Another argument layout a kernel of a row may declare. AITER changes an argument struct between
+// versions and rebuilds its code objects with it (the v3 backward's odo pass: 208 bytes with
+// shared o / do strides before 17d4a33b6f, 2026-03-23; 256 with separate ones since), so which
+// layout a code object reads depends on the AITER checkout. A row lists the layouts it knows
+// besides the one its plan packs (KernelInfo's own); the backend that loads AITER's code object
+// picks the first its metadata matches, and repacks the plan's bytes into it at each launch.
+struct AbiVariant {
+  std::string_view name;             // for reports: "odo-208 (AITER before 17d4a33b6f)"
+  uint32_t args_size;                // sizeof the layout's struct
+  std::span<const ArgField> fields;  // its named fields, as the metadata names them
+  // The plan's bytes (KernelInfo's layout) in this layout; false when the call cannot be said in
+  // it (then the launch fails, naming the layout).
+  bool (*repack)(const KernelArgs& packed, KernelArgs& out);
+};
+
 // One kernel: where it lives and the argument struct it reads.
 struct KernelInfo {
   // The code object holding the kernel. AITER's are named by their path under hsa/<arch>/
@@ -38,6 +55,10 @@ struct KernelInfo {
   // with clusters measure how many fit on the device at this size, for each cluster size up to
   // kMaxClusterSize.
   uint16_t cluster_block = 0;
+  // The name of the layout above, for reports ("" : "<args_size>-byte struct"), and the other
+  // layouts AITER's code objects of this kernel may declare (AbiVariant).
+  std::string_view abi = {};
+  std::span<const AbiVariant> variants = {};
 };
 
 // The portable cluster size limit of sm_90 (larger ones need an opt-in per kernel).

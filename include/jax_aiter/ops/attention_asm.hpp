@@ -19,10 +19,14 @@
 //  - everywhere: gfx942 or gfx950; no bias (so no dbias), ALiBi or dropout; AITER's row lookup
 //    must find an odo, a dqdkdv and (where needed) a post kernel; byte strides fit 32 bits;
 //  - gfx942 batch: not deterministic; d == dv in [64, 192]; seqlen_q > 16; and one of AITER's
-//    Python cases: float32 dq accumulation (atomic32) with any d in range, or 16-bit (a16) with
-//    d in [64, 128], seqlen_q == seqlen_k a multiple of 64 and no GQA (AITER's Python compares
-//    dk's batch stride with k's times the group, which only MHA passes); sliding windows only
-//    with atomic32 and 64 < d <= 128 (its SWA kernels);
+//    Python cases, on its classification of the window (a window counts when a bound is above 0,
+//    causal comes from the flag; gfx942_batch_cases): float32 dq accumulation (atomic32) with no
+//    mask or causal, any d in range; a sliding window with atomic32 and 64 < d <= 128 (its SWA
+//    kernels); 16-bit (a16) with d in [64, 128]; and a16, or d 64 or 128, with seqlen_q ==
+//    seqlen_k a multiple of 64 and no GQA (AITER's Python compares dk's batch stride with k's
+//    times the group, which only MHA passes) with any window that does not count as one
+//    ((0, 0), (0, -1), a non-causal (-1, 0)); other such windows go to CK in AITER, to our
+//    portable kernels here;
 //  - gfx942 varlen: not deterministic; d == dv in [64, 192]; atomic32; no window;
 //  - gfx950 batch: 64 < d <= 128, or (d, dv) == (192, 128); no window (gfx950 has no SWA rows);
 //    seqlen_q > 16; deterministic only in AITER's one-block case (seqlen_k <= 256 and
@@ -109,6 +113,7 @@ constexpr int64_t aiter_sk(const AttnProblem& p) { return p.varlen ? p.total_k :
 // =========================================================
 
 struct AiterFmhaFwdChoice {
+  AttnProblem problem;  // the call, as the tier read it
   const kernels::AiterFmhaFwdRow* row = nullptr;
   int mask = 0;           // the row's mask code (0 or 2)
   uint32_t tune_opt = 5;  // s_opt
@@ -214,20 +219,22 @@ constexpr Verdict select_aiter_fmha_fwd(const AttnProblem& p, const Target& t,
 struct FlashAttnFwdAsmTier {
   static constexpr std::string_view kName = "asm";
   static constexpr bool kRunsAiterCode = true;
+  using Choice = AiterFmhaFwdChoice;
 
-  static Verdict supports(const FlashAttnFwdParams& params, const Target& t) {
+  static Decision<Choice> supports(const FlashAttnFwdParams& params, const Target& t) {
     const auto p = attn_problem(params);
     if (!p) return Verdict::no("the call does not validate");
-    AiterFmhaFwdChoice c;
-    return select_aiter_fmha_fwd(*p, t, &c);
+    Choice c;
+    if (const Verdict v = select_aiter_fmha_fwd(*p, t, &c); !v.ok()) return v;
+    c.problem = *p;
+    return c;
   }
 
   // As AITER's fmha_fwd_v3 packs it, every field written (the descales, for fp8, zero). lse is
   // always written: the backward needs it.
-  static void plan(const FlashAttnFwdParams& params, const Target& t, kernels::Plan& plan) {
-    const AttnProblem p = *attn_problem(params);
-    AiterFmhaFwdChoice c;
-    (void)select_aiter_fmha_fwd(p, t, &c);
+  static void plan(const FlashAttnFwdParams& params, const Target&, const Choice& c,
+                   kernels::Plan& plan) {
+    const AttnProblem& p = c.problem;
     const kernels::AiterFmhaFwdRow& r = *c.row;
     const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
     const int64_t hq = p.heads_q, hk = p.heads_k, d = p.head_dim, dv = p.head_dim_v;
@@ -285,6 +292,7 @@ struct FlashAttnFwdAsmTier {
 // ========================================================
 
 struct AiterFmhaBwdChoice {
+  AttnProblem problem;  // the call, as the tier read it
   const kernels::AiterFmhaBwdRow* odo = nullptr;
   const kernels::AiterFmhaBwdRow* main = nullptr;
   const kernels::AiterFmhaBwdRow* post = nullptr;  // null: the main kernel adds into dq itself
@@ -420,6 +428,56 @@ constexpr BwdPieces bwd_pieces(const AttnProblem& p, const AiterFmhaBwdChoice& c
   return w;
 }
 
+// gfx942 batch mode: AITER's Python cases (aiter/ops/mha.py can_impl_fmha_v3_bwd) on its own
+// classification of the window: bounds at or past seqlen_k are none; a window counts (swa) when a
+// bound is above 0; causal comes from the flag. So (0, 0), (0, -1) and a non-causal (-1, 0) are
+// neither a window, nor causal, nor no mask: only the np and pssk cases take them. Head dims as
+// AITER's Python sees them (padded to a multiple of 8); npssk: seqlen_q == seqlen_k, a multiple
+// of 64, and no GQA (dk's batch stride over k's must be the group: only MHA's dense dk is).
+constexpr Verdict gfx942_batch_cases(const AttnProblem& p) {
+  const int64_t d = round_up(p.head_dim, 8);
+  const int64_t left = p.given_left >= p.seqlen_k ? -1 : p.given_left;
+  const int64_t right = p.given_right >= p.seqlen_k ? -1 : p.given_right;
+  const bool swa = left > 0 || right > 0;
+  const bool causal = p.causal && left == -1;
+  const bool no_mask = !p.causal && left == -1 && right == -1;
+  const bool npssk = p.seqlen_q == p.seqlen_k && p.seqlen_k % 64 == 0 && p.heads_q == p.heads_k;
+  const bool a32 = p.atomic32;
+  const bool np = (d == 128 || (d == 64 && !a32)) && npssk && !swa;
+  const bool pssk = d == 64 && a32 && !swa;
+  const bool pddv = !a32 && d > 64 && d < 128 && npssk && !swa;
+  const bool psskddv = a32 && d > 64 && d <= 192 && (no_mask || causal || (swa && d <= 128));
+  if (np || pssk || pddv || psskddv) return Verdict::yes();
+  if (a32) {
+    if (swa) {
+      return Verdict::no(
+          "on gfx942 AITER's v3 backward takes a sliding window with atomic32 and 64 < d <= 128 "
+          "(its SWA kernels), got d {}",
+          p.head_dim);
+    }
+    return Verdict::no(
+        "AITER's Python sends window ({}, {}) without causal to CK, not its v3 backward: a "
+        "bound of 0 is no window there, and it is not causal either (it takes it only with "
+        "seqlen_q == seqlen_k a multiple of 64, no GQA, d 64 or 128)",
+        p.given_left, p.given_right);
+  }
+  // 16-bit accumulation: AITER's np (d 64 or 128) and pddv (64 < d < 128) cases.
+  if (d > 128) {
+    return Verdict::no("on gfx942 AITER's a16 (atomic32 off) v3 backward takes d <= 128, got {}",
+                       p.head_dim);
+  }
+  if (swa) return Verdict::no("on gfx942 AITER's a16 (atomic32 off) v3 backward takes no window");
+  if (p.seqlen_q != p.seqlen_k || p.seqlen_k % 64 != 0) {
+    return Verdict::no(
+        "on gfx942 AITER's a16 (atomic32 off) v3 backward needs seqlen_q == seqlen_k, a "
+        "multiple of 64: got {}, {}",
+        p.seqlen_q, p.seqlen_k);
+  }
+  return Verdict::no(
+      "on gfx942 AITER's a16 (atomic32 off) v3 backward takes no GQA/MQA (hq {}, hk {})", p.heads_q,
+      p.heads_k);
+}
+
 // The gate of the tier's comment, before the row lookup.
 constexpr Verdict bwd_gate(const AttnProblem& p, Arch arch, AiterFmhaBwdChoice* c) {
   if (!aiter_arch(arch)) return not_aiter_arch();
@@ -453,33 +511,7 @@ constexpr Verdict bwd_gate(const AttnProblem& p, Arch arch, AiterFmhaBwdChoice* 
       return Verdict::no(
           "AITER leaves batch-mode seqlen_q <= 16 to CK, not its v3 backward: got {}", p.seqlen_q);
     }
-    if (mt == 3) {
-      if (!p.atomic32 || d <= 64 || d > 128) {
-        return Verdict::no(
-            "on gfx942 AITER's v3 backward takes a sliding window with atomic32 and 64 < d <= 128 "
-            "(its SWA kernels), got d {}, atomic32 {}",
-            d, p.atomic32);
-      }
-      return Verdict::yes();
-    }
-    if (p.atomic32) return Verdict::yes();  // AITER's pssk (d 64) and psskddv (64 < d <= 192)
-    // 16-bit accumulation: AITER's np (d 64 or 128) and pddv (64 < d < 128) cases.
-    if (d > 128) {
-      return Verdict::no("on gfx942 AITER's a16 (atomic32 off) v3 backward takes d <= 128, got {}",
-                         d);
-    }
-    if (p.seqlen_q != p.seqlen_k || p.seqlen_k % 64 != 0) {
-      return Verdict::no(
-          "on gfx942 AITER's a16 (atomic32 off) v3 backward needs seqlen_q == seqlen_k, a "
-          "multiple of 64: got {}, {}",
-          p.seqlen_q, p.seqlen_k);
-    }
-    if (p.heads_q != p.heads_k) {
-      return Verdict::no(
-          "on gfx942 AITER's a16 (atomic32 off) v3 backward takes no GQA/MQA (hq {}, hk {})",
-          p.heads_q, p.heads_k);
-    }
-    return Verdict::yes();
+    return gfx942_batch_cases(p);
   }
   // gfx950: rtna and rtz are deprecated there; AITER's Python makes bf16_cvt 0.
   c->bf16_cvt = 0;
@@ -563,12 +595,15 @@ constexpr int64_t flash_attn_bwd_asm_workspace_bytes(const AttnProblem& p) {
 struct FlashAttnBwdAsmTier {
   static constexpr std::string_view kName = "asm";
   static constexpr bool kRunsAiterCode = true;
+  using Choice = AiterFmhaBwdChoice;
 
-  static Verdict supports(const FlashAttnBwdParams& params, const Target& t) {
+  static Decision<Choice> supports(const FlashAttnBwdParams& params, const Target& t) {
     const auto p = attn_problem(params);
     if (!p) return Verdict::no("the call does not validate");
-    AiterFmhaBwdChoice c;
-    return select_aiter_fmha_bwd(*p, t.arch, &c);
+    Choice c;
+    if (const Verdict v = select_aiter_fmha_bwd(*p, t.arch, &c); !v.ok()) return v;
+    c.problem = *p;
+    return c;
   }
 
   // The chain AITER's fmha_v3_bwd launches, with XLA's workspace for its allocations:
@@ -578,11 +613,10 @@ struct FlashAttnBwdAsmTier {
   //   dqdkdv: dq (accumulated), dk, dv (per query head under GQA);
   //   [post] dq_convert / dq_shuffle: the accumulator to dq;
   //   [GQA] our gqa_reduce: the expanded dk, dv summed over each key head's query heads.
-  static void plan(const FlashAttnBwdParams& params, const Target& t, kernels::Plan& plan) {
+  static void plan(const FlashAttnBwdParams& params, const Target&, const Choice& c,
+                   kernels::Plan& plan) {
     namespace D = attention_asm_detail;
-    const AttnProblem p = *attn_problem(params);
-    AiterFmhaBwdChoice c;
-    (void)select_aiter_fmha_bwd(p, t.arch, &c);
+    const AttnProblem& p = c.problem;
     const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
     const int64_t hq = p.heads_q, hk = p.heads_k, d = p.head_dim, dv = p.head_dim_v;
     const bool batch = !p.varlen;

@@ -107,6 +107,10 @@ struct AttnProblem {
   int bf16_cvt = 1;
   bool deterministic = false;  // backward only
   bool atomic32 = true;        // backward only
+  // The window as the caller gave it: AITER's Python gate classifies windows from these (the
+  // ASM tier follows it, ops/attention_asm.hpp); every kernel reads the normalised one above.
+  bool causal = false;
+  int64_t given_left = -1, given_right = -1;
 
   int64_t group() const { return heads_k > 0 ? heads_q / heads_k : 0; }
 };
@@ -122,6 +126,9 @@ namespace attention_detail {
 // it unless it is at least 2^31 - 2 (sq_total is an int32). (Left stays safe: no query's diagonal
 // passes the last key.)
 inline void normalise_window(AttnProblem& p, const AttnOptions& o) {
+  p.causal = o.causal;
+  p.given_left = o.window_left;
+  p.given_right = o.window_right;
   int64_t left = o.window_left < 0 ? -1 : o.window_left;
   int64_t right = o.causal ? 0 : (o.window_right < 0 ? -1 : o.window_right);
   const int64_t sq = p.varlen ? p.total_q : p.seqlen_q, sk = p.varlen ? p.total_k : p.seqlen_k;

@@ -1,6 +1,6 @@
 // Tiers and how a call picks one. Each op lists its tiers in order (AITER's ASM kernels first, then
-// our portable kernels); a tier answers supports(params, target) with a Verdict, and plans the
-// call when it does. The first tier that supports the call runs it, unless the call forces one by
+// our portable kernels); a tier decides whether it runs the call (supports), and plans the call
+// from that decision. The first tier that supports the call runs it, unless the call forces one by
 // its `tier` attribute.
 //
 // A tier whose kernels are AITER's (kRunsAiterCode) plans for an AMD arch. Everywhere else those
@@ -17,12 +17,21 @@
 //     static int64_t workspace_bytes(const Params&);         // if it has a workspace output
 //     using Tiers = std::tuple<SomeAsmTier, SomePortableTier>;
 //   };
-//   struct SomeAsmTier {
+//   struct SomeAsmTier {                // a tier that chooses (a row, a split, a tile)
 //     static constexpr std::string_view kName = "asm";
 //     static constexpr bool kRunsAiterCode = true;
+//     using Choice = ...;
+//     static Decision<Choice> supports(const SomeOp::Params&, const Target&);
+//     static void plan(const SomeOp::Params&, const Target&, const Choice&, kernels::Plan&);
+//   };
+//   struct SomePortableTier {           // a tier with nothing to choose
+//     static constexpr std::string_view kName = "portable";
 //     static Verdict supports(const SomeOp::Params&, const Target&);
 //     static void plan(const SomeOp::Params&, const Target&, kernels::Plan&);
 //   };
+// supports decides once; plan carries out that decision (it never selects again, and never plans
+// a call its tier declined). Both shapes are driven by decide() and plan_with() below, which is
+// all the binder and the tools call.
 #pragma once
 
 #include <array>
@@ -34,6 +43,7 @@
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/core/verdict.hpp"
+#include "jax_aiter/kernels/plan.hpp"
 
 namespace jax_aiter::ops {
 
@@ -57,6 +67,43 @@ constexpr bool runs_aiter_code() {
   } else {
     return false;
   }
+}
+
+// What a tier decides: its Choice, or NoChoice for a tier with nothing to choose.
+template <typename Tier>
+struct ChoiceOfTier {
+  using type = NoChoice;
+};
+template <typename Tier>
+requires requires { typename Tier::Choice; }
+struct ChoiceOfTier<Tier> {
+  using type = typename Tier::Choice;
+};
+template <typename Tier>
+using ChoiceOf = typename ChoiceOfTier<Tier>::type;
+
+// The tier's decision for a call on a target.
+template <typename Tier, typename P>
+constexpr Decision<ChoiceOf<Tier>> decide(const P& p, const Target& t) {
+  return Tier::supports(p, t);
+}
+
+// The tier's plan of a call it decided to run (`choice` from decide()).
+template <typename Tier, typename P>
+void plan_with(const P& p, const Target& t, const ChoiceOf<Tier>& choice, kernels::Plan& plan) {
+  if constexpr (requires { typename Tier::Choice; }) {
+    Tier::plan(p, t, choice, plan);
+  } else {
+    Tier::plan(p, t, plan);
+  }
+}
+
+// Decides and, when the tier runs the call, plans it: the verdict either way (tests and tools).
+template <typename Tier, typename P>
+Verdict decide_and_plan(const P& p, const Target& t, kernels::Plan& plan) {
+  const auto d = decide<Tier>(p, t);
+  if (d.ok()) plan_with<Tier>(p, t, *d, plan);
+  return d.verdict();
 }
 
 // Calls fn(std::integral_constant<size_t, I>{}) for each tier in order until it returns true.

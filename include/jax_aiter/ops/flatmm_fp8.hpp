@@ -21,7 +21,7 @@ struct FlatmmFp8 {
 
   static Status validate(const Params& p) {
     JAX_AITER_RETURN_IF_ERROR(
-        aiter_rules::check_kernel_name(kName, "flatmm", kernels::kAiterFlatmmRows, p.kernel));
+        check_aiter_knobs(kName, "flatmm", kernels::kAiterFlatmmRows, p.aiter));
     return flatmm_fp8_detail::check(p);
   }
 };

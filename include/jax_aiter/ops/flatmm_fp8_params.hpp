@@ -19,6 +19,7 @@
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/shared/aiter_flatmm.h"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/tensor.hpp"
@@ -36,8 +37,9 @@ struct FlatmmFp8Params {
   // The layout w was shuffled into, as the caller states it (Python's ShuffledWeight.layout): it
   // must be "flatmm", so a weight that was never shuffled cannot be passed by accident.
   std::string_view w_layout;
-  // AITER's kernel by name ("" = the tier's choice; the family has one kernel).
-  std::string_view kernel;
+  // kernel, splitk (ops/aiter_knobs.hpp): AITER's kernel by name (the family has one); no tier
+  // splits K (splitk above 1 is refused by both).
+  AiterKnobs aiter;
   Dispatch dispatch;
 
   int64_t m() const { return x.rank == 2 ? x.dims[0] : 0; }

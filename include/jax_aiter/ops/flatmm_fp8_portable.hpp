@@ -13,6 +13,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/flatmm_fp8.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/flatmm_fp8_params.hpp"
 
 namespace jax_aiter::ops {
@@ -32,7 +33,7 @@ struct FlatmmFp8PortableTier {
   static constexpr std::string_view kName = "portable";
 
   static Verdict supports(const FlatmmFp8Params& p, const Target& t) {
-    if (!p.kernel.empty()) return Verdict::no("the call forces an AITER kernel (attribute kernel)");
+    if (const Verdict v = portable_takes_knobs(p.aiter); !v.ok()) return v;
     return reads_fp8(p.x.dtype, t);
   }
 

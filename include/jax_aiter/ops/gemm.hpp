@@ -21,7 +21,7 @@ struct Gemm {
 
   static Status validate(const Params& p) {
     JAX_AITER_RETURN_IF_ERROR(
-        aiter_rules::check_kernel_name(kName, "bf16gemm", kernels::kAiterBf16GemmRows, p.kernel));
+        check_aiter_knobs(kName, "bf16gemm", kernels::kAiterBf16GemmRows, p.aiter));
     return gemm_detail::check(p);
   }
 

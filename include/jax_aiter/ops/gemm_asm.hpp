@@ -16,11 +16,13 @@
 //    not an order: when one row has fewer idle CUs and another less oob, the row seen later wins.
 //    Ours is the lexicographic order above, so the choice never depends on hash order;
 //  - AITER ignores splitK when no kernelName is given; we honour it (only rows that can run that
-//    split are candidates);
+//    split are candidates). A forced split runs min(splitk, 16, K / 64), AITER's clamp; splitk
+//    above 16 is refused when the call is validated (ops/aiter_knobs.hpp);
 //  - a split grid with more than 1024 tiles (the semaphore's counters) is skipped as a candidate
 //    (AITER's Python skips it; its C++ would fail the launch).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -29,147 +31,35 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/aiter/bf16gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
-#include "jax_aiter/ops/aiter_rules.hpp"
+#include "jax_aiter/ops/aiter_tier.hpp"
 #include "jax_aiter/ops/gemm_params.hpp"
 
 namespace jax_aiter::ops {
 
-struct AiterBf16GemmQuery {
-  int64_t m = 0, n = 0, k = 0;
-  Arch arch = Arch::kGfx942;
-  int compute_units = 304;
-  bool bias = false;
-  std::string_view kernel;  // forced row, by symbol or short name ("" = heuristic)
-  int64_t splitk = -1;      // forced split (-1 = heuristic)
-};
-
-struct AiterBf16GemmChoice {
-  const kernels::AiterBf16GemmRow* row = nullptr;
-  int split = 1;
-};
-
-namespace gemm_asm_detail {
-
-namespace A = kernels::aiter_bf16gemm;
-
-constexpr int64_t tiles(const kernels::AiterBf16GemmRow& r, int64_t m, int64_t n) {
-  return ceil_div(m, r.tile_m) * (n / r.tile_n);
-}
-
-// The split AITER's heuristic gives a row.
-constexpr int64_t auto_split(const kernels::AiterBf16GemmRow& r, const AiterBf16GemmQuery& q) {
-  const int64_t subk = q.k / A::kSubK;
-  if (!r.split_k || subk < 2) return 1;
-  const int64_t by_cus = q.compute_units / tiles(r, q.m, q.n);
-  const int64_t capped = by_cus < A::kMaxSplit ? by_cus : A::kMaxSplit;
-  const int64_t split = capped < subk ? capped : subk;
-  return split > 2 ? split : 2;
-}
-
-// A forced split as AITER clamps it: at most 16 and K/64.
-constexpr int64_t clamp_split(int64_t splitk, int64_t k) {
-  const int64_t subk = k / A::kSubK;
-  const int64_t s = splitk < A::kMaxSplit ? splitk : A::kMaxSplit;
-  return s < subk ? s : subk;
-}
-
-// A row runs a given split only if it is a splitk_clean row exactly when the split is above 1
-// (AITER's check on a forced kernel and split).
-constexpr bool runs_split(const kernels::AiterBf16GemmRow& r, int64_t split) {
-  return split > 1 ? r.split_k : !r.split_k;
-}
-
-struct Score {
-  int64_t rounds, idle, oob;
-  int tm, tn;
-
-  // Strictly better: fewer rounds, then fewer idle CUs, then less oob, then higher efficiency.
-  constexpr bool better_than(const Score& o) const {
-    if (rounds != o.rounds) return rounds < o.rounds;
-    if (idle != o.idle) return idle < o.idle;
-    if (oob != o.oob) return oob < o.oob;
-    return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
+// AITER's BF16 GEMM family: the facts AiterTier (ops/aiter_tier.hpp) selects and packs with.
+struct AiterBf16Gemm : AiterFamily<GemmParams, kernels::kAiterBf16GemmRows> {
+  static constexpr std::string_view kNotARow =
+      "the forced kernel is not a bf16gemm row for this arch";
+  static constexpr int64_t tiles(const Row& r, const AiterQuery& q) {
+    return ceil_div(q.m, r.tile_m) * (q.n / r.tile_n);
   }
-};
-
-constexpr Score score(const kernels::AiterBf16GemmRow& r, const AiterBf16GemmQuery& q,
-                      int64_t split) {
-  const auto [rounds, idle] = aiter_rules::cu_rounds(tiles(r, q.m, q.n) * split, q.compute_units);
-  const int64_t rem = q.m % r.tile_m;
-  return {rounds, idle, rem == 0 ? 0 : r.tile_m - rem, r.tile_m, r.tile_n};
-}
-
-}  // namespace gemm_asm_detail
-
-// AITER's BF16 GEMM row and split for a call, or why none runs it.
-constexpr Verdict select_aiter_bf16gemm(const AiterBf16GemmQuery& q, AiterBf16GemmChoice* out) {
-  using namespace gemm_asm_detail;
-  if (!aiter_rules::aiter_arch(q.arch)) return aiter_rules::not_aiter_arch();
-  if (q.k % A::kSubK != 0) return Verdict::no("K = {} is not a multiple of 64", q.k);
-  if (q.compute_units < 1) return Verdict::no("no compute units");
-  if (!q.kernel.empty()) {
-    for (const auto& r : kernels::kAiterBf16GemmRows) {
-      if (!r.on(q.arch) || !aiter_rules::names(r, q.kernel)) continue;
-      if (q.n % r.tile_n != 0) {
-        return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
-                           r.tile_n);
-      }
-      if (q.bias && !r.bias) return Verdict::no("the forced kernel takes no bias");
-      const int64_t split = q.splitk >= 0 ? clamp_split(q.splitk, q.k) : auto_split(r, q);
-      if (q.splitk >= 0 && !runs_split(r, split)) {
-        return Verdict::no(
-            "the forced kernel cannot run split {} (splitk_clean rows need a split above 1, the "
-            "others 1)",
-            split);
-      }
-      const int64_t t = tiles(r, q.m, q.n);
-      if (split > 1 && t > A::kSemaphoreCounters) {
-        return Verdict::no("split {} over {} tiles: more than the semaphore's 1024 counters", split,
-                           t);
-      }
-      *out = {&r, static_cast<int>(split > 1 ? split : 1)};
-      return Verdict::yes();
-    }
-    return Verdict::no("the forced kernel is not a bf16gemm row for this arch");
+  // A forced split as AITER clamps it: at most 16 and K/64 (0 and 1: none).
+  static constexpr int64_t forced_split(const AiterQuery& q) {
+    const int64_t s = std::min({*q.knobs.splitk, int64_t{kernels::aiter_bf16gemm::kMaxSplit},
+                                q.k / kernels::aiter_bf16gemm::kSubK});
+    return s > 1 ? s : 1;
   }
-  const kernels::AiterBf16GemmRow* best = nullptr;
-  Score best_score{};
-  int64_t best_split = 1;
-  for (const auto& r : kernels::kAiterBf16GemmRows) {
-    if (!r.on(q.arch) || q.n % r.tile_n != 0 || (q.bias && !r.bias)) continue;
-    int64_t split = auto_split(r, q);
-    if (q.splitk >= 0) {
-      split = clamp_split(q.splitk, q.k);
-      if (!runs_split(r, split)) continue;
-    }
-    if (split > 1 && tiles(r, q.m, q.n) > A::kSemaphoreCounters) continue;
-    const Score s = score(r, q, split);
-    if (best == nullptr || s.better_than(best_score)) {
-      best = &r;
-      best_score = s;
-      best_split = split;
-    }
-  }
-  if (best == nullptr) {
-    return q.splitk >= 0
-               ? Verdict::no("no row runs N = {} with split {} (bias {})", q.n,
-                             clamp_split(q.splitk, q.k), q.bias)
-               : Verdict::no("N = {} is not a multiple of a candidate row's tile N (bias {})", q.n,
-                             q.bias);
-  }
-  *out = {best, static_cast<int>(best_split > 1 ? best_split : 1)};
-  return Verdict::yes();
-}
-
-struct GemmAsmTier {
-  static constexpr std::string_view kName = "asm";
-  static constexpr bool kRunsAiterCode = true;
-
-  static AiterBf16GemmQuery query(const GemmParams& p, const Target& t) {
-    return {p.m(), p.n(), p.k(), t.arch, t.compute_units, p.bias.has_value(), p.kernel, p.splitk};
+  // The split AITER's heuristic gives a row: max(2, min(cus / tiles, 16, K/64)) on a
+  // splitk_clean row when K/64 >= 2, else 1.
+  static constexpr int64_t kernel_split(const Row& r, const AiterQuery& q) {
+    namespace A = kernels::aiter_bf16gemm;
+    const int64_t subk = q.k / A::kSubK;
+    if (!r.split_k || subk < 2) return 1;
+    const int64_t split = std::min({q.compute_units / tiles(r, q), int64_t{A::kMaxSplit}, subk});
+    return split > 2 ? split : 2;
   }
 
-  static Verdict supports(const GemmParams& p, const Target& t) {
+  static Verdict accepts(const Params& p, const Target&) {
     if (p.a.dtype != DType::kBF16) {
       return Verdict::no("AITER's bf16gemm kernels take bf16 inputs (a is f16)");
     }
@@ -181,15 +71,77 @@ struct GemmAsmTier {
       return Verdict::no("a row is wider than 32-bit byte strides allow (K = {}, N = {})", p.k(),
                          p.n());
     }
-    AiterBf16GemmChoice choice;
-    return select_aiter_bf16gemm(query(p, t), &choice);
+    return Verdict::yes();
+  }
+  static AiterQuery query(const Params& p, const Target& t) {
+    AiterQuery q = AiterFamily::query(p, t);
+    q.bias = p.bias.has_value();
+    return q;
+  }
+  static constexpr Verdict gate(const AiterQuery& q) {
+    if (q.k % kernels::aiter_bf16gemm::kSubK != 0) {
+      return Verdict::no("K = {} is not a multiple of 64", q.k);
+    }
+    return Verdict::yes();
+  }
+  static constexpr Verdict fits(const Row& r, const AiterQuery& q) {
+    if (q.n % r.tile_n != 0) {
+      return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
+                         r.tile_n);
+    }
+    if (q.bias && !r.bias) return Verdict::no("the forced kernel takes no bias");
+    return Verdict::yes();
+  }
+  static constexpr SplitList splits(const Row& r, const AiterQuery& q) {
+    SplitList s;
+    s.add(kernel_split(r, q));
+    return s;
+  }
+  // A forced split needs a splitk_clean row exactly when it is above 1 (AITER's check on a forced
+  // kernel and split); any split above 1 needs a grid within the semaphore's counters.
+  static constexpr Verdict runs(const Row& r, const AiterQuery& q, int64_t split) {
+    if (q.knobs.splitk && (split > 1) != r.split_k) {
+      return Verdict::no(
+          "the forced kernel cannot run split {} (splitk_clean rows need a split above 1, the "
+          "others 1)",
+          split);
+    }
+    const int64_t t = tiles(r, q);
+    if (split > 1 && t > kernels::aiter_bf16gemm::kSemaphoreCounters) {
+      return Verdict::no("split {} over {} tiles: more than the semaphore's 1024 counters", split,
+                         t);
+    }
+    return Verdict::yes();
+  }
+
+  struct Score {
+    int64_t rounds, idle, oob;
+    int tm, tn;
+
+    // Strictly better: fewer rounds, then fewer idle CUs, then less oob, then higher efficiency.
+    constexpr bool better_than(const Score& o) const {
+      if (rounds != o.rounds) return rounds < o.rounds;
+      if (idle != o.idle) return idle < o.idle;
+      if (oob != o.oob) return oob < o.oob;
+      return aiter_rules::more_efficient_tile(tm, tn, o.tm, o.tn);
+    }
+  };
+  static constexpr Score score(const Row& r, const AiterQuery& q, int64_t split) {
+    const auto [rounds, idle] = aiter_rules::cu_rounds(tiles(r, q) * split, q.compute_units);
+    const int64_t rem = q.m % r.tile_m;
+    return {rounds, idle, rem == 0 ? 0 : r.tile_m - rem, r.tile_m, r.tile_n};
+  }
+  static constexpr Verdict none(const AiterQuery& q) {
+    return q.knobs.splitk
+               ? Verdict::no("no row runs N = {} with split {} (bias {})", q.n, forced_split(q),
+                             q.bias)
+               : Verdict::no("N = {} is not a multiple of a candidate row's tile N (bias {})", q.n,
+                             q.bias);
   }
 
   // As AITER's gemm_a16w16_asm packs it, every field written (the rest of the slots zero).
-  static void plan(const GemmParams& p, const Target& t, kernels::Plan& plan) {
-    AiterBf16GemmChoice c;
-    (void)select_aiter_bf16gemm(query(p, t), &c);
-    const kernels::AiterBf16GemmRow& r = *c.row;
+  static void pack(const Params& p, const AiterChoice<Row>& c, kernels::Plan& plan) {
+    const Row& r = *c.row;
     const auto m = static_cast<uint32_t>(p.m()), n = static_cast<uint32_t>(p.n()),
                k = static_cast<uint32_t>(p.k());
     const uint32_t out_bytes = static_cast<uint32_t>(size_bytes(p.out.dtype));
@@ -230,5 +182,7 @@ struct GemmAsmTier {
     plan.note("split", c.split);
   }
 };
+
+using GemmAsmTier = AiterTier<AiterBf16Gemm>;
 
 }  // namespace jax_aiter::ops

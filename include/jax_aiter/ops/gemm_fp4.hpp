@@ -19,8 +19,8 @@ struct GemmFp4 {
   using Tiers = std::tuple<GemmFp4AsmTier, GemmFp4PortableTier>;
 
   static Status validate(const Params& p) {
-    JAX_AITER_RETURN_IF_ERROR(
-        aiter_rules::check_kernel_name(kName, "f4gemm", kernels::kAiterF4GemmRows, p.kernel));
+    JAX_AITER_RETURN_IF_ERROR(check_aiter_knobs(kName, "f4gemm", kernels::kAiterF4GemmRows, p.aiter,
+                                                /*powers_of_two=*/true));
     return gemm_fp4_detail::check(p);
   }
   // No workspace: no tier needs scratch (no bias stand-in: C is null with beta = 0).

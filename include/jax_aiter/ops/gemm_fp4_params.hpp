@@ -21,6 +21,7 @@
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/shared/aiter_f4gemm.h"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 
@@ -37,10 +38,9 @@ struct GemmFp4Params {
   // The layout b is in, as the caller states it (Python: a ShuffledWeight's layout, or "none"
   // for a plain array): "16x16" or "none". Required, so neither is taken for the other.
   std::string_view b_layout;
-  // AITER's tuned-config knobs (kernelName / log2_k_split): an ASM row by symbol or short name,
-  // and a K split (-1: the heuristic's; 0 means 1; else 1, 2, 4, 8 or 16).
-  std::string_view kernel;
-  int64_t splitk = -1;
+  // kernel, splitk (ops/aiter_knobs.hpp; AITER's kernelName / 2^log2_k_split): splitk 0 or 1
+  // (none), 2, 4, 8 or 16.
+  AiterKnobs aiter;
   Dispatch dispatch;
 
   int64_t m() const { return a.rank == 2 ? a.dims[0] : 0; }
@@ -105,11 +105,6 @@ inline Status check(const GemmFp4Params& p) {
   if (p.out.dtype != DType::kBF16 || p.out.rank != 2 || p.out.dims[0] != m || p.out.dims[1] != n) {
     return operand_error(op, "out",
                          StrCat("expected bf16[", m, ",", n, "], got ", describe(p.out)));
-  }
-  const int64_t s = p.splitk;
-  if (s < -1 || s > kGemmFp4MaxSplit || (s > 1 && (s & (s - 1)) != 0)) {
-    return InvalidArgument(StrCat(
-        op, ": attribute splitk: expected -1 (heuristic), 0 or 1 (none), 2, 4, 8 or 16, got ", s));
   }
   if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
     return empty_problem(op, m == 0 || k == 0 ? "a" : "b",

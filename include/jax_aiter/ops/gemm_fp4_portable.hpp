@@ -19,6 +19,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_fp4.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_fp4_params.hpp"
 
 namespace jax_aiter::ops {
@@ -52,7 +53,9 @@ static_assert(kernels::kGemmFp4Decodes[choose_gemm_fp4_decode(kGemmFp4DecodeMaxM
 struct GemmFp4PortableTier {
   static constexpr std::string_view kName = "portable";
 
-  static Verdict supports(const GemmFp4Params&, const Target&) { return Verdict::yes(); }
+  static Verdict supports(const GemmFp4Params& p, const Target&) {
+    return portable_takes_knobs(p.aiter);
+  }
 
   static void plan(const GemmFp4Params& p, const Target&, kernels::Plan& plan) {
     const int64_t m = p.m(), n = p.n(), k = p.k();

@@ -19,8 +19,7 @@ struct GemmFp8Mi350 {
   using Tiers = std::tuple<GemmFp8Mi350AsmTier, GemmFp8Mi350PortableTier>;
 
   static Status validate(const Params& p) {
-    JAX_AITER_RETURN_IF_ERROR(
-        aiter_rules::check_kernel_name(kName, "mi350", kernels::kAiterMi350Rows, p.kernel));
+    JAX_AITER_RETURN_IF_ERROR(check_aiter_knobs(kName, "mi350", kernels::kAiterMi350Rows, p.aiter));
     return gemm_fp8_mi350_detail::check(p);
   }
 };

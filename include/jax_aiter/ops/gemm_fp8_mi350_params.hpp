@@ -17,6 +17,7 @@
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/shared/aiter_mi350.h"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/tensor.hpp"
@@ -34,8 +35,9 @@ struct GemmFp8Mi350Params {
   // The layout wq was shuffled into, as the caller states it (Python's ShuffledWeight.layout):
   // it must be "16x16", so a weight that was never shuffled cannot be passed by accident.
   std::string_view b_layout;
-  // An ASM row by symbol or short name ("f8_block_scale_mi350_x64"); "" = the rule's.
-  std::string_view kernel;
+  // kernel, splitk (ops/aiter_knobs.hpp): an ASM row by symbol or short name
+  // ("f8_block_scale_mi350_x64"); no tier splits K (splitk above 1 is refused by both).
+  AiterKnobs aiter;
   Dispatch dispatch;
 
   int64_t m() const { return xq.rank == 2 ? xq.dims[0] : 0; }

@@ -14,6 +14,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_fp8_mi350.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/gemm_fp8_mi350_params.hpp"
 
@@ -34,6 +35,7 @@ struct GemmFp8Mi350PortableTier {
   static constexpr std::string_view kName = "portable";
 
   static Verdict supports(const GemmFp8Mi350Params& p, const Target& t) {
+    if (const Verdict v = portable_takes_knobs(p.aiter); !v.ok()) return v;
     return reads_fp8(p.xq.dtype, t);
   }
 

@@ -20,8 +20,8 @@ struct GemmFp8Bs {
   using Tiers = std::tuple<GemmFp8BsAsmTier, GemmFp8BsPortableTier>;
 
   static Status validate(const Params& p) {
-    JAX_AITER_RETURN_IF_ERROR(aiter_rules::check_kernel_name(kName, "fp8gemm_blockscale",
-                                                             kernels::kAiterFp8BsRows, p.kernel));
+    JAX_AITER_RETURN_IF_ERROR(
+        check_aiter_knobs(kName, "fp8gemm_blockscale", kernels::kAiterFp8BsRows, p.aiter));
     return gemm_fp8bs_detail::check(p);
   }
 

@@ -4,7 +4,8 @@
 //
 // The rule (restated from get_heuristic_kernel in AITER's asm_a8w8_blockscale_bpreshuffle.cu at
 // e4048607a535; our aiter-facts ABI-AND-RULES.md section 4.2):
-//  - the fp8 operands must be the format the planned kernels read (ops/fp8_format.hpp);
+//  - the fp8 operands must be the planned arch's format, on every backend (ops/fp8_format.hpp:
+//    e4m3fnuz for gfx942, e4m3fn for gfx950; the ABI twins read the same);
 //  - candidates are the six rows (all may split; tile N = 128 divides N, which validate()
 //    demands);
 //  - each candidate is tried with every valid split s in 1..16: a split's K chunk is
@@ -15,7 +16,7 @@
 //    tile_m * tile_n / (tile_m + tile_n) (higher is better, compared exactly); the first in table
 //    order (ascending tile_m), then the smaller split, wins what is still tied;
 //  - a forced kernel (AITER's kernelName) runs split 1 unless splitk says otherwise; a forced
-//    split must be valid as above.
+//    split (splitk: 0 or 1 = none, 2..16) must be valid as above, else the tier says no.
 // Where ours differs from AITER's (docs/ops/gemm_fp8_blockscale.md):
 //  - AITER's heuristic sets k_split = splitK ?: 1 and scores only that split, so its automatic
 //    path never splits K (not even a decode GEMM on 304 CUs). We score splits 1..16;
@@ -32,96 +33,33 @@
 #include <cstdint>
 #include <string_view>
 
-#include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/aiter/fp8gemm_blockscale.hpp"
 #include "jax_aiter/kernels/plan.hpp"
-#include "jax_aiter/ops/aiter_rules.hpp"
+#include "jax_aiter/ops/aiter_tier.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/gemm_fp8bs_params.hpp"
 
 namespace jax_aiter::ops {
 
-struct AiterFp8BsQuery {
-  int64_t m = 0, n = 0, k = 0;
-  Arch arch = Arch::kGfx942;
-  int compute_units = 304;
-  std::string_view kernel;  // forced row, by symbol or short name ("" = heuristic)
-  int64_t splitk = -1;      // forced split (-1 = heuristic; 0 = 1)
-};
+// AITER's FP8 block-scale GEMM family: the facts AiterTier (ops/aiter_tier.hpp) selects and packs
+// with.
+struct AiterFp8Bs : AiterChunkSplitFamily<GemmFp8BsParams, kernels::kAiterFp8BsRows> {
+  static constexpr std::string_view kNotARow =
+      "the forced kernel is not an fp8gemm_blockscale row for this arch";
+  static_assert(chunk(4096, 3) == kernels::aiter_fp8bs::split_chunk(4096, 3));
 
-struct AiterFp8BsChoice {
-  const kernels::AiterFp8BsRow* row = nullptr;
-  int split = 1;
-};
-
-namespace gemm_fp8bs_asm_detail {
-
-namespace A = kernels::aiter_fp8bs;
-
-// Whether `split` K splits of 128-multiples cover K with none empty (AITER's corrected split).
-constexpr bool valid_split(int64_t k, int64_t split) {
-  return split >= 1 && ceil_div(k, A::split_chunk(k, split)) == split;
-}
-
-}  // namespace gemm_fp8bs_asm_detail
-
-// AITER's FP8 block-scale row and split for a call, or why none runs it.
-constexpr Verdict select_aiter_fp8bs(const AiterFp8BsQuery& q, AiterFp8BsChoice* out) {
-  using namespace gemm_fp8bs_asm_detail;
-  if (!aiter_rules::aiter_arch(q.arch)) return aiter_rules::not_aiter_arch();
-  if (q.k % A::kScaleK != 0) return Verdict::no("K = {} is not a multiple of 128", q.k);
-  if (q.compute_units < 1) return Verdict::no("no compute units");
-  const int64_t forced_split = q.splitk == 0 ? 1 : q.splitk;  // AITER: splitK ?: 1
-  if (forced_split > 0 && !valid_split(q.k, forced_split)) {
-    return Verdict::no(
-        "split {} does not cut K = {} into 128-multiples with none empty (chunks of {})",
-        forced_split, q.k, A::split_chunk(q.k, forced_split));
-  }
-  if (!q.kernel.empty()) {
-    for (const auto& r : kernels::kAiterFp8BsRows) {
-      if (!r.on(q.arch) || !aiter_rules::names(r, q.kernel)) continue;
-      if (q.n % r.tile_n != 0) {
-        return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
-                           r.tile_n);
-      }
-      *out = {&r, static_cast<int>(forced_split > 0 ? forced_split : 1)};
-      return Verdict::yes();
-    }
-    return Verdict::no("the forced kernel is not an fp8gemm_blockscale row for this arch");
-  }
-  const auto best = aiter_rules::best_row_and_split(
-      kernels::kAiterFp8BsRows, q.m, q.n, q.compute_units, forced_split > 0 ? forced_split : 1,
-      forced_split > 0 ? forced_split : A::kMaxSplit,
-      [&](const kernels::AiterFp8BsRow& r) { return r.on(q.arch) && q.n % r.tile_n == 0; },
-      [&](int64_t split) { return valid_split(q.k, split); });
-  if (best.row == nullptr) return Verdict::no("N = {} is not a multiple of 128", q.n);
-  *out = {best.row, static_cast<int>(best.split)};
-  return Verdict::yes();
-}
-
-struct GemmFp8BsAsmTier {
-  static constexpr std::string_view kName = "asm";
-  static constexpr bool kRunsAiterCode = true;
-
-  static AiterFp8BsQuery query(const GemmFp8BsParams& p, const Target& t) {
-    return {p.m(), p.n(), p.k(), t.arch, t.compute_units, p.kernel, p.splitk};
-  }
-
-  static Verdict supports(const GemmFp8BsParams& p, const Target& t) {
-    if (Verdict v = reads_fp8(p.a.dtype, t); !v.ok()) return v;
-    AiterFp8BsChoice choice;
-    return select_aiter_fp8bs(query(p, t), &choice);
+  static Verdict accepts(const Params& p, const Target& t) { return reads_fp8(p.a.dtype, t); }
+  static constexpr Verdict none(const AiterQuery& q) {
+    return Verdict::no("N = {} is not a multiple of 128", q.n);
   }
 
   // As AITER's gemm_a8w8_blockscale_bpreshuffle_asm packs it, every field written (the rest of
   // the slots zero but for the host twins' format byte).
-  static void plan(const GemmFp8BsParams& p, const Target& t, kernels::Plan& plan) {
+  static void pack(const Params& p, const AiterChoice<Row>& c, kernels::Plan& plan) {
     namespace A = kernels::aiter_fp8bs;
-    AiterFp8BsChoice c;
-    (void)select_aiter_fp8bs(query(p, t), &c);
-    const kernels::AiterFp8BsRow& r = *c.row;
+    const Row& r = *c.row;
     const auto m = static_cast<uint32_t>(p.m()), n = static_cast<uint32_t>(p.n()),
                k = static_cast<uint32_t>(p.k());
     kernels::AiterFp8BsArgs args{};
@@ -158,5 +96,7 @@ struct GemmFp8BsAsmTier {
     plan.note("split", c.split);
   }
 };
+
+using GemmFp8BsAsmTier = AiterTier<AiterFp8Bs>;
 
 }  // namespace jax_aiter::ops

@@ -12,6 +12,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_fp8bs.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/gemm_fp8bs_params.hpp"
 
@@ -32,6 +33,7 @@ struct GemmFp8BsPortableTier {
   static constexpr std::string_view kName = "portable";
 
   static Verdict supports(const GemmFp8BsParams& p, const Target& t) {
+    if (const Verdict v = portable_takes_knobs(p.aiter); !v.ok()) return v;
     return reads_fp8(p.a.dtype, t);
   }
 

@@ -21,7 +21,7 @@ struct GemmI8 {
 
   static Status validate(const Params& p) {
     JAX_AITER_RETURN_IF_ERROR(
-        aiter_rules::check_kernel_name(kName, "i8gemm", kernels::kAiterI8GemmRows, p.kernel));
+        check_aiter_knobs(kName, "i8gemm", kernels::kAiterI8GemmRows, p.aiter));
     return gemm_i8_detail::check(p);
   }
 

@@ -14,7 +14,8 @@
 //    tile_m * tile_n / (tile_m + tile_n) (higher is better); the first in table order, then the
 //    smaller split, wins what is still tied.
 //  - a forced kernel (AITER's kernelName) runs split 1 unless splitk says otherwise; a forced
-//    split must be valid as above, and only rows that may split run one above 1.
+//    split (splitk: 0 or 1 = none, 2..16) must be valid as above, and only rows that may split
+//    run one above 1: otherwise the tier says no (and our portable tier may honour it).
 // Where ours differs from AITER's (docs/ops/gemm_i8.md):
 //  - AITER passes the caller's splitK (Python's default -1) as an always-engaged optional, so its
 //    heuristic scores only that split: -1 gives a negative grid and the launch fails (its Python
@@ -33,100 +34,30 @@
 #include <cstdint>
 #include <string_view>
 
-#include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/aiter/i8gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
-#include "jax_aiter/ops/aiter_rules.hpp"
+#include "jax_aiter/ops/aiter_tier.hpp"
 #include "jax_aiter/ops/gemm_i8_params.hpp"
 
 namespace jax_aiter::ops {
 
-struct AiterI8GemmQuery {
-  int64_t m = 0, n = 0, k = 0;
-  Arch arch = Arch::kGfx942;
-  int compute_units = 304;
-  std::string_view kernel;  // forced row, by symbol or short name ("" = heuristic)
-  int64_t splitk = -1;      // forced split (-1 = heuristic; 0 = 1)
-};
+// AITER's INT8 GEMM family: the facts AiterTier (ops/aiter_tier.hpp) selects and packs with.
+struct AiterI8Gemm : AiterChunkSplitFamily<GemmI8Params, kernels::kAiterI8GemmRows> {
+  static constexpr std::string_view kNotARow =
+      "the forced kernel is not an i8gemm row for this arch";
+  static_assert(chunk(4096, 3) == kernels::aiter_i8gemm::split_chunk(4096, 3));
 
-struct AiterI8GemmChoice {
-  const kernels::AiterI8GemmRow* row = nullptr;
-  int split = 1;
-};
-
-namespace gemm_i8_asm_detail {
-
-namespace A = kernels::aiter_i8gemm;
-
-// Whether `split` K splits of 128-multiples cover K with none empty (AITER's corrected split).
-constexpr bool valid_split(int64_t k, int64_t split) {
-  return split >= 1 && ceil_div(k, A::split_chunk(k, split)) == split;
-}
-
-}  // namespace gemm_i8_asm_detail
-
-// AITER's INT8 GEMM row and split for a call, or why none runs it.
-constexpr Verdict select_aiter_i8gemm(const AiterI8GemmQuery& q, AiterI8GemmChoice* out) {
-  using namespace gemm_i8_asm_detail;
-  if (!aiter_rules::aiter_arch(q.arch)) return aiter_rules::not_aiter_arch();
-  if (q.k % A::kSplitKAlign != 0) return Verdict::no("K = {} is not a multiple of 128", q.k);
-  if (q.compute_units < 1) return Verdict::no("no compute units");
-  const int64_t forced_split = q.splitk == 0 ? 1 : q.splitk;  // AITER: splitK ?: 1
-  if (forced_split > 0 && !valid_split(q.k, forced_split)) {
-    return Verdict::no(
-        "split {} does not cut K = {} into 128-multiples with none empty (chunks of {})",
-        forced_split, q.k, A::split_chunk(q.k, forced_split));
-  }
-  if (!q.kernel.empty()) {
-    for (const auto& r : kernels::kAiterI8GemmRows) {
-      if (!r.on(q.arch) || !aiter_rules::names(r, q.kernel)) continue;
-      if (q.n % r.tile_n != 0) {
-        return Verdict::no("N = {} is not a multiple of the forced kernel's tile N = {}", q.n,
-                           r.tile_n);
-      }
-      const int64_t split = forced_split > 0 ? forced_split : 1;
-      if (split > 1 && !r.split_k) {
-        return Verdict::no("the forced kernel cannot split K (split {})", split);
-      }
-      *out = {&r, static_cast<int>(split)};
-      return Verdict::yes();
-    }
-    return Verdict::no("the forced kernel is not an i8gemm row for this arch");
-  }
-  const auto best = aiter_rules::best_row_and_split(
-      kernels::kAiterI8GemmRows, q.m, q.n, q.compute_units, forced_split > 0 ? forced_split : 1,
-      forced_split > 0 ? forced_split : A::kMaxSplit,
-      [&](const kernels::AiterI8GemmRow& r) {
-        return r.on(q.arch) && r.split_k && q.n % r.tile_n == 0;
-      },
-      [&](int64_t split) { return valid_split(q.k, split); });
-  if (best.row == nullptr) {
+  // Only rows that may split are AITER's candidates (its heuristic never picks gfx942's 112x256).
+  static constexpr bool auto_row(const Row& r, const AiterQuery&) { return r.split_k; }
+  static constexpr Verdict none(const AiterQuery& q) {
     return Verdict::no("N = {} is not a multiple of a candidate row's tile N (128)", q.n);
-  }
-  *out = {best.row, static_cast<int>(best.split)};
-  return Verdict::yes();
-}
-
-struct GemmI8AsmTier {
-  static constexpr std::string_view kName = "asm";
-  static constexpr bool kRunsAiterCode = true;
-
-  static AiterI8GemmQuery query(const GemmI8Params& p, const Target& t) {
-    return {p.m(), p.n(), p.k(), t.arch, t.compute_units, p.kernel, p.splitk};
-  }
-
-  static Verdict supports(const GemmI8Params& p, const Target& t) {
-    AiterI8GemmChoice choice;
-    return select_aiter_i8gemm(query(p, t), &choice);
   }
 
   // As AITER's gemm_a8w8_asm packs it, every field written (the rest of the slots zero).
-  static void plan(const GemmI8Params& p, const Target& t, kernels::Plan& plan) {
-    AiterI8GemmChoice c;
-    (void)select_aiter_i8gemm(query(p, t), &c);
-    const kernels::AiterI8GemmRow& r = *c.row;
+  static void pack(const Params& p, const AiterChoice<Row>& c, kernels::Plan& plan) {
+    const Row& r = *c.row;
     const auto m = static_cast<uint32_t>(p.m()), n = static_cast<uint32_t>(p.n()),
                k = static_cast<uint32_t>(p.k());
     kernels::AiterI8GemmWideArgs wide{};
@@ -168,5 +99,7 @@ struct GemmI8AsmTier {
     plan.note("split", c.split);
   }
 };
+
+using GemmI8AsmTier = AiterTier<AiterI8Gemm>;
 
 }  // namespace jax_aiter::ops

@@ -14,6 +14,7 @@
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/shared/aiter_i8gemm.h"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 
@@ -33,10 +34,7 @@ struct GemmI8Params {
   // it must be the family's ("16x16"), so a weight that was never shuffled cannot be passed by
   // accident.
   std::string_view b_layout;
-  // AITER's tuned-config knobs (kernelName / splitK): an ASM row by symbol or short name, and a
-  // K split (-1: the heuristic's; 0 means 1, as in AITER).
-  std::string_view kernel;
-  int64_t splitk = -1;
+  AiterKnobs aiter;  // kernel, splitk (ops/aiter_knobs.hpp)
   Dispatch dispatch;
 
   int64_t m() const { return a.rank == 2 ? a.dims[0] : 0; }
@@ -107,10 +105,6 @@ inline Status check(const GemmI8Params& p) {
   if (p.out.dtype != DType::kBF16 || p.out.rank != 2 || p.out.dims[0] != m || p.out.dims[1] != n) {
     return operand_error(op, "out",
                          StrCat("expected bf16[", m, ",", n, "], got ", describe(p.out)));
-  }
-  if (p.splitk < -1 || p.splitk > kGemmI8MaxSplit) {
-    return InvalidArgument(
-        StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
   }
   if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
     return empty_problem(op, m == 0 || k == 0 ? "a" : "b",

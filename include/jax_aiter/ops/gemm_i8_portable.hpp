@@ -7,19 +7,23 @@
 // split at least 4 K-steps long, at most S splits, and only while the int32 [M, N] accumulator
 // fits kGemmI8AccCap. W, S = 4, 16 for tiles of BM <= 32 and 2, 4 for the larger ones (H100,
 // forced splits 1..16: 1x8192x28672 ran 606 us unsplit, 124-186 us at 4-16 splits, best at 8;
-// 128x4096x4096 best at 4, slower beyond; benchmarks/gpu/NOTES.md). A `splitk` attribute > 0 asks
-// for that split instead. The splits add exact int32 sums into the accumulator (integer addition:
-// the same bits in any order) and jax_aiter_gemm_i8_finish applies the scales and bias once.
+// 128x4096x4096 best at 4, slower beyond; benchmarks/gpu/NOTES.md). A forced split (splitk 2..16)
+// replaces the rule's: it runs exactly as asked, each split whole K steps, or the tier says no
+// (more splits than K steps, or an accumulator past kGemmI8AccCap); a forced AITER kernel is not
+// ours to run. The splits add exact int32 sums into the accumulator (integer addition: the same
+// bits in any order) and jax_aiter_gemm_i8_finish applies the scales and bias once.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_i8.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_i8_params.hpp"
 
 namespace jax_aiter::ops {
@@ -37,9 +41,11 @@ struct GemmI8PortableChoice {
   int64_t k_chunk = 0;
 };
 
-// requested: the splitk attribute (-1 or 0: the rule's own).
+// requested: a forced split (1: none), taken as far as whole K steps and the accumulator allow
+// (the caller compares).
 constexpr GemmI8PortableChoice choose_portable_gemm_i8(int64_t m, int64_t n, int64_t k,
-                                                       int compute_units, int64_t requested = -1) {
+                                                       int compute_units,
+                                                       std::optional<int64_t> requested = {}) {
   const auto tiles = kernels::kGemmI8Tiles;
   GemmI8PortableChoice c;
   c.tile = tiles.size() - 1;
@@ -55,8 +61,8 @@ constexpr GemmI8PortableChoice choose_portable_gemm_i8(int64_t m, int64_t n, int
   const int64_t wanted = (small ? 4 : 2) * int64_t{compute_units};
   int64_t splits = 1;
   if (gemm_i8_acc_fits(m, n)) {
-    if (requested > 0) {
-      splits = std::min(requested, ceil_div(k, int64_t{t.bk}));
+    if (requested) {
+      splits = std::min(*requested, ceil_div(k, int64_t{t.bk}));
     } else if (blocks < wanted) {
       splits = std::min({ceil_div(wanted, blocks), std::max<int64_t>(k / (4 * t.bk), 1),
                          small ? kGemmI8MaxSplit : int64_t{4}});
@@ -76,16 +82,32 @@ static_assert(choose_portable_gemm_i8(1, 4096, 4096, 1).splits == 1);
 
 struct GemmI8PortableTier {
   static constexpr std::string_view kName = "portable";
+  using Choice = GemmI8PortableChoice;
 
-  static Verdict supports(const GemmI8Params&, const Target&) { return Verdict::yes(); }
+  static Decision<Choice> supports(const GemmI8Params& p, const Target& t) {
+    const int64_t m = p.m(), n = p.n(), k = p.k();
+    const auto requested = p.aiter.split();
+    if (const Verdict v = portable_takes_knobs(p.aiter, kGemmI8MaxSplit); !v.ok()) return v;
+    if (requested && *requested > 1 && !gemm_i8_acc_fits(m, n)) {
+      return Verdict::no(
+          "splitk {}: the int32 accumulator of a split call, {} x {} x 4 bytes, "
+          "would pass 32 MiB",
+          *requested, m, n);
+    }
+    const Choice c = choose_portable_gemm_i8(m, n, k, t.compute_units, requested);
+    if (requested && c.splits != *requested) {
+      return Verdict::no("splitk {}: K = {} cuts into {} splits of whole K steps at most",
+                         *requested, k, c.splits);
+    }
+    return c;
+  }
 
   static int64_t workspace_bytes(const GemmI8Params& p) {
     return gemm_i8_acc_fits(p.m(), p.n()) ? p.m() * p.n() * 4 : 0;
   }
 
-  static void plan(const GemmI8Params& p, const Target& t, kernels::Plan& plan) {
+  static void plan(const GemmI8Params& p, const Target&, const Choice& c, kernels::Plan& plan) {
     const int64_t m = p.m(), n = p.n(), k = p.k();
-    const GemmI8PortableChoice c = choose_portable_gemm_i8(m, n, k, t.compute_units, p.splitk);
     const kernels::GemmI8Tile& tile = kernels::kGemmI8Tiles[c.tile];
     const kernels::Dim3 grid{static_cast<uint32_t>(ceil_div(n, tile.bn)),
                              static_cast<uint32_t>(ceil_div(m, tile.bm)),

@@ -10,6 +10,7 @@
 
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 
@@ -23,10 +24,7 @@ struct GemmParams {
   std::optional<Tensor> bias;  // [N], a's dtype
   Tensor out;                  // [..., N] (a's leading dims), bf16, f16 or f32
   Tensor workspace;            // u8, gemm_workspace_bytes
-  // AITER's tuned-config knobs (its kernelName / splitK): an ASM row to use, by its symbol or
-  // short name ("bf16gemm_fp32bf16_tn_32x64_splitk_clean"), and a K split (-1: the heuristic's).
-  std::string_view kernel;
-  int64_t splitk = -1;
+  AiterKnobs aiter;            // kernel, splitk (ops/aiter_knobs.hpp)
   Dispatch dispatch;
 
   int64_t k() const { return a.last(); }
@@ -86,10 +84,6 @@ inline Status check(const GemmParams& p) {
     return operand_error(op, "out",
                          StrCat("expected bf16, f16 or f32", shape_string(want),
                                 " (a's leading dims, N from b), got ", describe(p.out)));
-  }
-  if (p.splitk < -1 || p.splitk > kGemmMaxSplit) {
-    return InvalidArgument(
-        StrCat(op, ": attribute splitk: expected -1 (heuristic) or 0..16, got ", p.splitk));
   }
   if (m == 0 || n == 0 || k == 0) {  // last: everything else about an empty call is checked
     return empty_problem(op, m == 0 || k == 0 ? "a" : "b",

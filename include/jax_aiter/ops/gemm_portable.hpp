@@ -10,10 +10,14 @@
 // atomics: the result is the same bits every run). The t tiles are listed largest first
 // (t128x128w4 leads), so "the first with BM <= M" is the largest that fits. Tiles the rule names
 // nowhere (the other s tiles) are there to be timed (tests/gpu/cuda_gemm_kernels.cpp bench).
+// A forced split (splitk 2..16) replaces the rule's: it runs exactly as asked, each split whole K
+// tiles, or the tier says no (more splits than K tiles, or than the workspace holds partials for:
+// gemm_max_split). A forced AITER kernel is not ours to run: the tier says no.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
@@ -21,6 +25,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_params.hpp"
 
 namespace jax_aiter::ops {
@@ -46,9 +51,11 @@ static_assert(gemm_tile_index(kGemmDecodeTile) < kernels::kGemmTiles.size());
 static_assert(kernels::kGemmTiles[gemm_tile_index(kGemmDecodeTile)].bm >= kGemmStreamMaxM);
 
 // streams: the target runs the s tiles' streaming kernels (sm_90; elsewhere they fall back to a
-// GemmTile, never better than a t tile's).
+// GemmTile, never better than a t tile's). requested: a forced split (1: none), which the choice
+// takes as far as whole K tiles allow (the caller compares).
 constexpr GemmPortableChoice choose_portable_gemm(int64_t m, int64_t n, int64_t k,
-                                                  int compute_units, bool streams = false) {
+                                                  int compute_units, bool streams = false,
+                                                  std::optional<int64_t> requested = {}) {
   const auto tiles = kernels::kGemmTiles;
   GemmPortableChoice c;
   if (streams && m <= kGemmStreamMaxM) {
@@ -74,6 +81,7 @@ constexpr GemmPortableChoice choose_portable_gemm(int64_t m, int64_t n, int64_t 
   const int64_t most = std::min({gemm_max_split(m, n), std::max<int64_t>(k / (4 * t.bk), 1),
                                  stream ? kGemmMaxSplit : int64_t{4}});
   int64_t splits = blocks < wanted ? std::min(ceil_div(wanted, blocks), most) : 1;
+  if (requested) splits = std::min(*requested, ceil_div(k, int64_t{t.bk}));
   c.k_chunk = splits > 1 ? ceil_div(ceil_div(k, splits), t.bk) * t.bk : k;
   c.splits = ceil_div(k, c.k_chunk);  // no empty split
   return c;
@@ -81,13 +89,23 @@ constexpr GemmPortableChoice choose_portable_gemm(int64_t m, int64_t n, int64_t 
 
 struct GemmPortableTier {
   static constexpr std::string_view kName = "portable";
+  using Choice = GemmPortableChoice;
 
-  static Verdict supports(const GemmParams&, const Target&) { return Verdict::yes(); }
-
-  static void plan(const GemmParams& p, const Target& t, kernels::Plan& plan) {
+  static Decision<Choice> supports(const GemmParams& p, const Target& t) {
     const int64_t m = p.m(), n = p.n(), k = p.k();
-    const GemmPortableChoice c =
-        choose_portable_gemm(m, n, k, t.compute_units, t.arch == Arch::kSm90);
+    const auto requested = p.aiter.split();
+    if (const Verdict v = portable_takes_knobs(p.aiter, gemm_max_split(m, n)); !v.ok()) return v;
+    const Choice c =
+        choose_portable_gemm(m, n, k, t.compute_units, t.arch == Arch::kSm90, requested);
+    if (requested && c.splits != *requested) {
+      return Verdict::no("splitk {}: K = {} cuts into {} splits of whole K tiles at most",
+                         *requested, k, c.splits);
+    }
+    return c;
+  }
+
+  static void plan(const GemmParams& p, const Target&, const Choice& c, kernels::Plan& plan) {
+    const int64_t m = p.m(), n = p.n(), k = p.k();
     const kernels::GemmTile& tile = kernels::kGemmTiles[c.tile];
     const bool aligned = k % 8 == 0 && reinterpret_cast<uintptr_t>(p.a.data) % 16 == 0 &&
                          reinterpret_cast<uintptr_t>(p.b.data) % 16 == 0;

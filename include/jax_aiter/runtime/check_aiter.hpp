@@ -1,7 +1,9 @@
 // jax-aiter-check-aiter as a library function: for every AITER code object our tables name
 // (kernels/aiter/catalog.hpp), whether an AITER checkout has it and whether its kernel's declared
 // arguments (its own metadata) match the struct we would launch it with. Users run it against
-// their AITER version before building with it. Every file is read by read_code_object_file (only
+// their AITER version before building with it. Each code object that matches says which of the
+// argument layouts we know for its kernel it declares (kernels::AbiVariant: AITER's structs change
+// between versions) and how many kernarg bytes. Every file is read by read_code_object_file (only
 // regular files, bounded in size); a file that cannot be read is a mismatch saying why, and
 // nothing here throws.
 #pragma once
@@ -22,7 +24,9 @@ namespace jax_aiter::runtime {
 struct AiterCheck {
   std::string family, arch, code_object, symbol;
   enum class Result { kOk, kMissing, kMismatch } result = Result::kOk;
-  std::string detail;  // why, for a mismatch (or an unreadable file, which counts as one)
+  std::string detail;     // why, for a mismatch (or an unreadable file, which counts as one)
+  std::string abi;        // the layout it matched (runtime/kernarg_check.hpp abi_name), when ok
+  uint32_t declared = 0;  // the kernarg bytes its metadata declares, when ok
 };
 
 inline std::string_view name(AiterCheck::Result r) {
@@ -56,8 +60,14 @@ inline AiterCheck check_one(const std::string& root, const kernels::AiterFamily&
     st = info.status();
     if (st.ok()) {
       const KernelMetadata* md = info->find(k.symbol);
-      st = md == nullptr ? NotFound(StrCat("no kernel ", k.symbol, " in ", path))
-                         : check_kernel_arguments(*md, k);
+      if (md == nullptr) {
+        st = NotFound(StrCat("no kernel ", k.symbol, " in ", path));
+      } else if (auto abi = match_kernel_abi(*md, k); !abi) {
+        st = abi.status();
+      } else {
+        c.abi = abi_name(k, *abi);
+        c.declared = md->kernarg_segment_size;
+      }
     }
   }
   if (!st.ok()) {

@@ -1,9 +1,10 @@
 // The AMD backend (the target): resolves a kernel on first use by finding its code object (AITER's,
 // ours, or an ABI twin: runtime/code_objects.hpp), checking the kernel's declared arguments against
-// our struct before anything is loaded, loading the code object once per device, and measuring
-// occupancy if it is launched fill_device. Launches with one packed argument buffer
-// (HIP_LAUNCH_PARAM_BUFFER_POINTER), as AITER's own loader does. Compiled in CI against Debian's
-// libamdhip64-dev; never run here (no AMD GPU).
+// our struct before anything is loaded (or picking the layout of the AITER version the code object
+// comes from: kernels::AbiVariant, runtime/kernarg_check.hpp), loading the code object once per
+// device, and measuring occupancy if it is launched fill_device. Launches with one packed argument
+// buffer (HIP_LAUNCH_PARAM_BUFFER_POINTER), as AITER's own loader does. Compiled in CI against
+// Debian's libamdhip64-dev; never run here (no AMD GPU).
 #pragma once
 
 #ifndef __HIP_PLATFORM_AMD__
@@ -40,6 +41,9 @@ struct Hip {
     Status status;
     hipFunction_t function = nullptr;
     KernelOccupancy occupancy;  // sizes fill_device launches
+    // The layout the code object declares when it is not the plan's (another AITER version): each
+    // launch repacks the plan's bytes into it.
+    const kernels::AbiVariant* variant = nullptr;
   };
 
   static Status error(hipError_t e, std::string_view what) {
@@ -92,10 +96,20 @@ struct Hip {
     // A cluster launch is refused here: HIP measures no clusters.
     auto grid = k.occupancy.grid(l);
     if (!grid) return grid.status();
+    const kernels::KernelArgs* args = &l.args;
+    kernels::KernelArgs repacked;
+    if (k.variant != nullptr) {
+      if (!k.variant->repack(l.args, repacked)) {
+        return Internal(StrCat("jax_aiter: launch of ", l.kernel->symbol,
+                               ": the call cannot be packed in the layout its code object reads (",
+                               k.variant->name, ")"));
+      }
+      args = &repacked;
+    }
     // HIP ignores this size and copies every argument the kernel's metadata declares from
     // args + offset (which the resolve-time check proved our struct covers).
-    size_t size = l.args.size;
-    void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(l.args.bytes.data()),
+    size_t size = args->size;
+    void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<std::byte*>(args->bytes.data()),
                      HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
     hipError_t e =
         hipModuleLaunchKernel(k.function, grid->x, grid->y, grid->z, l.block.x, l.block.y,
@@ -170,8 +184,12 @@ struct Hip {
                                  ") for ", name(t->arch), " has no kernel ", info.symbol));
       return k;
     }
-    k.status = check_kernel_arguments(*kernel_md, info);
-    if (!k.status.ok()) return k;
+    auto abi = match_kernel_abi(*kernel_md, info);
+    if (!abi) {
+      k.status = abi.status();
+      return k;
+    }
+    k.variant = *abi;
     const Module& m = module(device, *co);
     if (!m.status.ok()) {
       k.status = m.status;

@@ -6,9 +6,15 @@
 // read the wrong value. AITER's metadata is not uniform (gfx942 BF16 `_pf3_splitk` kernels
 // declare 336 bytes without `ptr_semaphore`, gfx950 ones 352 with it), so we compare named
 // offsets and require coverage, rather than demanding equal sizes.
+//
+// AITER's structs also change between versions, with its code objects rebuilt to match: a row
+// lists the layouts it knows (kernels::AbiVariant), and match_kernel_abi picks the one a code
+// object declares, or says why none fits (that AITER is newer or older than any we know).
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "jax_aiter/core/status.hpp"
@@ -52,31 +58,33 @@ inline bool fed_whole(const KernelMetadata& md, const KernelArgMetadata& a,
 
 }  // namespace kernarg_check_detail
 
-// OK when launching `md`'s kernel with our struct `ours` feeds every declared argument from the
-// field of the same name; FailedPrecondition naming the first mismatch otherwise.
-inline Status check_kernel_arguments(const KernelMetadata& md, const kernels::KernelInfo& ours) {
+// OK when launching `md`'s kernel with a struct of `args_size` bytes and named `fields` feeds every
+// declared argument from the field of the same name; FailedPrecondition naming the first mismatch
+// otherwise.
+inline Status check_kernel_arguments(const KernelMetadata& md, uint32_t args_size,
+                                     std::span<const kernels::ArgField> fields) {
   bool has_hidden = false;
   for (const auto& a : md.args) has_hidden = has_hidden || a.hidden();
 
   // Hidden arguments (code object v5 block counts, ...) are written by the runtime, so only the
   // explicit part has to come from our struct. Without them, the whole segment does.
   const uint32_t required = has_hidden ? md.explicit_kernarg_bytes() : md.kernarg_segment_size;
-  if (required > ours.args_size) {
+  if (required > args_size) {
     if (has_hidden) {
       return FailedPrecondition(
           StrCat("jax_aiter: kernel ", md.name, " declares ", required,
                  " bytes of explicit arguments (of a ", md.kernarg_segment_size,
-                 "-byte kernarg segment) but our argument struct has ", ours.args_size, " bytes"));
+                 "-byte kernarg segment) but our argument struct has ", args_size, " bytes"));
     }
     return FailedPrecondition(StrCat("jax_aiter: kernel ", md.name, " declares a ", required,
                                      "-byte kernarg segment but our argument struct has ",
-                                     ours.args_size, " bytes"));
+                                     args_size, " bytes"));
   }
 
   for (const auto& a : md.args) {
     if (a.hidden() || kernarg_check_detail::is_padding(a.name)) continue;
     const kernels::ArgField* field = nullptr;
-    for (const auto& f : ours.fields) {
+    for (const auto& f : fields) {
       if (f.name == a.name) {
         field = &f;
         break;
@@ -96,6 +104,37 @@ inline Status check_kernel_arguments(const KernelMetadata& md, const kernels::Ke
   }
   // Fields of ours the metadata does not declare are fine: the kernel never reads them.
   return Status::Ok();
+}
+
+// The same for the layout a plan packs for `ours` (KernelInfo's own).
+inline Status check_kernel_arguments(const KernelMetadata& md, const kernels::KernelInfo& ours) {
+  return check_kernel_arguments(md, ours.args_size, ours.fields);
+}
+
+// The name a report gives a layout of `ours`: a variant's, or its own (by size when unnamed).
+inline std::string abi_name(const kernels::KernelInfo& ours, const kernels::AbiVariant* variant) {
+  if (variant != nullptr) return std::string(variant->name);
+  if (!ours.abi.empty()) return std::string(ours.abi);
+  return StrCat(ours.args_size, "-byte struct");
+}
+
+// The layout of `ours` that `md`'s kernel declares: its own (nullptr) or the first of its
+// variants that fits; FailedPrecondition when none does (with the one reason when `ours` knows a
+// single layout, else each layout's).
+inline Expected<const kernels::AbiVariant*> match_kernel_abi(const KernelMetadata& md,
+                                                             const kernels::KernelInfo& ours) {
+  Status own = check_kernel_arguments(md, ours);
+  if (own.ok()) return static_cast<const kernels::AbiVariant*>(nullptr);
+  if (ours.variants.empty()) return own;
+  std::string why = StrCat(abi_name(ours, nullptr), ": ", own.message());
+  for (const kernels::AbiVariant& v : ours.variants) {
+    const Status st = check_kernel_arguments(md, v.args_size, v.fields);
+    if (st.ok()) return &v;
+    why = StrCat(why, "; ", v.name, ": ", st.message());
+  }
+  return FailedPrecondition(StrCat("jax_aiter: kernel ", md.name,
+                                   " declares none of the argument layouts we know for it (", why,
+                                   ")"));
 }
 
 }  // namespace jax_aiter::runtime

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_bf16gemm.h"
 
@@ -73,16 +73,6 @@ struct AiterBf16GemmRow {
   bool split_k;  // a splitk_clean row: may split K over blockIdx.z with the semaphore
   bool bias;
   bool on_gfx942, on_gfx950;
-
-  constexpr bool on(Arch a) const {
-    return (a == Arch::kGfx942 && on_gfx942) || (a == Arch::kGfx950 && on_gfx950);
-  }
-  // The name AITER's tuned configs use (kernelName), and the plain one.
-  constexpr std::string_view short_name() const {
-    std::string_view s = kernel.code_object;
-    s.remove_prefix(s.find('/') + 1);
-    return s.substr(0, s.size() - 3);  // ".co"
-  }
 };
 
 // clang-format off
@@ -93,27 +83,11 @@ inline constexpr AiterBf16GemmRow kAiterBf16GemmRows[] = {JAX_AITER_BF16GEMM_ROW
 #undef JA_BF16GEMM_ROW
 // clang-format on
 
-static_assert(kAiterBf16GemmRows[0].short_name() == "bf16gemm_bf16_tn_256x256");
+static_assert(short_name(kAiterBf16GemmRows[0]) == "bf16gemm_bf16_tn_256x256");
 
 namespace aiter_bf16gemm_detail {
-template <Arch A>
-constexpr auto rows_on() {
-  constexpr size_t n = [] {
-    size_t c = 0;
-    for (const auto& r : kAiterBf16GemmRows) c += r.on(A) ? 1 : 0;
-    return c;
-  }();
-  std::array<const KernelInfo*, n> out{};
-  size_t i = 0;
-  for (const auto& r : kAiterBf16GemmRows) {
-    if (r.on(A)) out[i++] = &r.kernel;
-  }
-  return out;
-}
-inline constexpr auto kGfx942 = rows_on<Arch::kGfx942>();
-inline constexpr auto kGfx950 = rows_on<Arch::kGfx950>();
-inline const AiterFamilyRegistrar kRegistrar{{"bf16gemm", "gfx942", kGfx942},
-                                             {"bf16gemm", "gfx950", kGfx950}};
+inline const AiterFamilyRegistrar kRegistrar =
+    AiterTables<kAiterBf16GemmRows>::registrar("bf16gemm");
 }  // namespace aiter_bf16gemm_detail
 
 }  // namespace jax_aiter::kernels

@@ -21,6 +21,7 @@ struct AiterFamily {
 class AiterCatalog {
  public:
   static void add(const AiterFamily& f) {
+    if (f.kernels.empty()) return;  // a family with no kernel on that arch
     auto& c = instance();
     std::lock_guard lock(c.mutex_);
     for (const AiterFamily& g : c.families_) {

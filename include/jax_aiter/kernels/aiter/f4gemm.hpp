@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_f4gemm.h"
 
@@ -83,13 +83,7 @@ struct AiterF4GemmRow {
   bool bpreshuffle;  // reads B pre-shuffled (16, 16); else plain [N, K/2]
   uint32_t kernarg_bytes;
 
-  constexpr bool on(Arch a) const { return a == Arch::kGfx950; }
-  // The name AITER's tuned configs use (kernelName without the arch prefix), and the plain one.
-  constexpr std::string_view short_name() const {
-    std::string_view s = kernel.code_object;
-    s.remove_prefix(s.find('/') + 1);
-    return s.substr(0, s.size() - 3);  // ".co"
-  }
+  static constexpr bool on_gfx942 = false, on_gfx950 = true;  // AITER ships them for gfx950
 };
 
 // clang-format off
@@ -101,16 +95,11 @@ inline constexpr AiterF4GemmRow kAiterF4GemmRows[] = {JAX_AITER_F4GEMM_ROWS(JA_F
 // clang-format on
 
 static_assert(std::size(kAiterF4GemmRows) == 35);
-static_assert(kAiterF4GemmRows[0].short_name() == "f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256");
+static_assert(short_name(kAiterF4GemmRows[0]) == "f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256");
 static_assert(!kAiterF4GemmRows[0].bpreshuffle && kAiterF4GemmRows[0].kernarg_bytes == 368);
 
 namespace aiter_f4gemm_detail {
-inline constexpr auto kGfx950 = [] {
-  std::array<const KernelInfo*, std::size(kAiterF4GemmRows)> out{};
-  for (size_t i = 0; i < out.size(); ++i) out[i] = &kAiterF4GemmRows[i].kernel;
-  return out;
-}();
-inline const AiterFamilyRegistrar kRegistrar{{"f4gemm", "gfx950", kGfx950}};
+inline const AiterFamilyRegistrar kRegistrar = AiterTables<kAiterF4GemmRows>::registrar("f4gemm");
 }  // namespace aiter_f4gemm_detail
 
 }  // namespace jax_aiter::kernels

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_flatmm.h"
 
@@ -78,15 +78,6 @@ struct AiterFlatmmRow {
   KernelInfo kernel;
   int tile_m, tile_n, tile_k;
   bool on_gfx942, on_gfx950;
-
-  constexpr bool on(Arch a) const {
-    return (a == Arch::kGfx942 && on_gfx942) || (a == Arch::kGfx950 && on_gfx950);
-  }
-  // The code object's name without ".co" (here the same as the symbol).
-  constexpr std::string_view short_name() const {
-    std::string_view s = kernel.code_object;
-    return s.substr(0, s.size() - 3);
-  }
 };
 
 // clang-format off
@@ -98,14 +89,13 @@ inline constexpr AiterFlatmmRow kAiterFlatmmRows[] = {JAX_AITER_FLATMM_ROWS(JA_F
 // clang-format on
 
 static_assert(std::size(kAiterFlatmmRows) == 1);
-static_assert(kAiterFlatmmRows[0].short_name() == kAiterFlatmmRows[0].kernel.symbol);
+static_assert(short_name(kAiterFlatmmRows[0]) == kAiterFlatmmRows[0].kernel.symbol);
 static_assert(kAiterFlatmmRows[0].tile_m == aiter_flatmm::kTileM &&
               kAiterFlatmmRows[0].tile_n == aiter_flatmm::kTileN &&
               kAiterFlatmmRows[0].tile_k == aiter_flatmm::kTileK);
 
 namespace aiter_flatmm_detail {
-inline constexpr std::array<const KernelInfo*, 1> kGfx942{&kAiterFlatmmRows[0].kernel};
-inline const AiterFamilyRegistrar kRegistrar{{"flatmm", "gfx942", kGfx942}};
+inline const AiterFamilyRegistrar kRegistrar = AiterTables<kAiterFlatmmRows>::registrar("flatmm");
 }  // namespace aiter_flatmm_detail
 
 }  // namespace jax_aiter::kernels

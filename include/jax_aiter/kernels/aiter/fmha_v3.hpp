@@ -14,7 +14,7 @@
 
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/dtype.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_fmha_v3.h"
 
@@ -74,6 +74,23 @@ static_assert(offsetof(AiterFmhaBwdOdoArgs, Hs_o) == 48 &&
               offsetof(AiterFmhaBwdOdoArgs, Seqs_d) == 176);
 static_assert(offsetof(AiterFmhaBwdOdoArgs, head_dim) == 208 &&
               offsetof(AiterFmhaBwdOdoArgs, ptr_qseq) == 224);
+
+// The odo pre-pass as AITER packed it before 17d4a33b6f (2026-03-23), with the code objects of
+// those versions (ROCm/jax-aiter's pin 3baf198aa7b6 is one): 208 bytes, one set of strides shared
+// by o and do. A row's AbiVariant (below): chosen at load when the code object declares it.
+struct AiterFmhaBwdOdo208Args {
+  Slot<const void*> ptr_o, ptr_do;
+  Slot<float*> ptr_d;
+  Slot<uint32_t> Hs_odo, BAs_odo, Seqs_odo;  // o's and do's (the same layout)
+  Slot<uint32_t> Hs_d, BAs_d, Seqs_d;
+  Slot<uint32_t> seqlen_q, head_dim;
+  Slot<const int*> ptr_qseq, ptr_qseq_padded;
+};
+static_assert(sizeof(AiterFmhaBwdOdo208Args) == 208);
+static_assert(offsetof(AiterFmhaBwdOdo208Args, Hs_odo) == 48 &&
+              offsetof(AiterFmhaBwdOdo208Args, Hs_d) == 96);
+static_assert(offsetof(AiterFmhaBwdOdo208Args, seqlen_q) == 144 &&
+              offsetof(AiterFmhaBwdOdo208Args, ptr_qseq_padded) == 192);
 
 // The backward's main kernel (fmha_bwd_dqdkdv_args): dq (or its accumulator), dk, dv. In batch
 // mode the kernel addresses lse and d as [b, hq, sq] from nhead_q and seqlen_q (Hs_lsed is read in
@@ -199,6 +216,58 @@ inline constexpr ArgField kAiterFmhaBwdOdoFields[] = {
 };
 #undef JA_ODO
 
+#define JA_ODO208(member, name) JAX_AITER_NAMED_ARG_FIELD(AiterFmhaBwdOdo208Args, member, name)
+inline constexpr ArgField kAiterFmhaBwdOdo208Fields[] = {
+    JA_ODO208(ptr_o, "O"),
+    JA_ODO208(ptr_do, "dO"),
+    JA_ODO208(ptr_d, "D"),
+    JA_ODO208(Hs_odo, "Hs_odo"),
+    JA_ODO208(BAs_odo, "BAs_odo"),
+    JA_ODO208(Seqs_odo, "Seqs_odo"),
+    JA_ODO208(Hs_d, "Hs_d"),
+    JA_ODO208(BAs_d, "BAs_d"),
+    JA_ODO208(Seqs_d, "Seqs_d"),
+    JA_ODO208(seqlen_q, "seqlen_q"),
+    JA_ODO208(head_dim, "head_dim"),
+    JA_ODO208(ptr_qseq, "ptr_seqstart_q"),
+    JA_ODO208(ptr_qseq_padded, "ptr_seqstart_q_padded"),
+};
+#undef JA_ODO208
+
+namespace aiter_fmha_v3 {
+// The 256-byte odo arguments as the 208-byte layout: only when o and do share their strides (our
+// plans always pack them so: both are dense [.., hq, dv]).
+inline bool odo_as_208(const KernelArgs& packed, KernelArgs& out) {
+  const auto a = packed.unpack<AiterFmhaBwdOdoArgs>();
+  if (a.Hs_o.value != a.Hs_do.value || a.BAs_o.value != a.BAs_do.value ||
+      a.Seqs_o.value != a.Seqs_do.value) {
+    return false;
+  }
+  AiterFmhaBwdOdo208Args b{};
+  b.ptr_o = a.ptr_o.value;
+  b.ptr_do = a.ptr_do.value;
+  b.ptr_d = a.ptr_d.value;
+  b.Hs_odo = a.Hs_o.value;
+  b.BAs_odo = a.BAs_o.value;
+  b.Seqs_odo = a.Seqs_o.value;
+  b.Hs_d = a.Hs_d.value;
+  b.BAs_d = a.BAs_d.value;
+  b.Seqs_d = a.Seqs_d.value;
+  b.seqlen_q = a.seqlen_q.value;
+  b.head_dim = a.head_dim.value;
+  b.ptr_qseq = a.ptr_qseq.value;
+  b.ptr_qseq_padded = a.ptr_qseq_padded.value;
+  out.set(b);
+  return true;
+}
+}  // namespace aiter_fmha_v3
+
+// The odo layouts AITER's code objects have declared besides ours ("odo-256").
+inline constexpr AbiVariant kAiterFmhaBwdOdoVariants[] = {
+    {"odo-208 (AITER before 17d4a33b6f, 2026-03-23)", sizeof(AiterFmhaBwdOdo208Args),
+     kAiterFmhaBwdOdo208Fields, &aiter_fmha_v3::odo_as_208},
+};
+
 #define JA_POST(member, name) JAX_AITER_NAMED_ARG_FIELD(AiterFmhaBwdPostArgs, member, name)
 inline constexpr ArgField kAiterFmhaBwdPostFields[] = {
     JA_POST(ptr_dq_acc, "dQ_acc"),       JA_POST(ptr_dq, "dQ"),
@@ -305,20 +374,23 @@ struct AiterFmhaBwdRow {
   AiterFmhaFwdRow{KernelInfo{co, #sym, sizeof(AiterFmhaFwdArgs), kAiterFmhaFwdFields},        \
                   (g942) ? Arch::kGfx942 : Arch::kGfx950, part, JA_FMHA_DT_##dt, hq, hv, mask, \
                   (mode) != 0, cvt, tq, tk},
-#define JA_FMHA_BWD_ROW(Args, fields, dt, hq, hv, mask, a32, pssk, pddv, mode, cvt, tq, ts, sym, \
-                        co, g942, g950)                                                          \
-  AiterFmhaBwdRow{KernelInfo{co, #sym, sizeof(Args), fields},                                    \
+#define JA_FMHA_BWD_ROW(Args, fields, abi, variants, dt, hq, hv, mask, a32, pssk, pddv, mode, cvt, \
+                        tq, ts, sym, co, g942, g950)                                             \
+  AiterFmhaBwdRow{KernelInfo{co, #sym, sizeof(Args), fields, false, 0, abi, variants},           \
                   (g942) ? Arch::kGfx942 : Arch::kGfx950, JA_FMHA_DT_##dt, hq, hv, mask,         \
                   (a32) != 0, (pssk) != 0, (pddv) != 0, (mode) != 0, cvt, tq, ts,                \
                   aiter_fmha_v3::is_recompile(#sym)},
-#define JA_FMHA_ODO_ROW(...) JA_FMHA_BWD_ROW(AiterFmhaBwdOdoArgs, kAiterFmhaBwdOdoFields, __VA_ARGS__)
+#define JA_FMHA_ODO_ROW(...)                                                            \
+  JA_FMHA_BWD_ROW(AiterFmhaBwdOdoArgs, kAiterFmhaBwdOdoFields, "odo-256",               \
+                  std::span<const AbiVariant>(kAiterFmhaBwdOdoVariants), __VA_ARGS__)
 #define JA_FMHA_POST_ROW(...) \
-  JA_FMHA_BWD_ROW(AiterFmhaBwdPostArgs, kAiterFmhaBwdPostFields, __VA_ARGS__)
+  JA_FMHA_BWD_ROW(AiterFmhaBwdPostArgs, kAiterFmhaBwdPostFields, "", {}, __VA_ARGS__)
 #define JA_FMHA_MAIN_ROW(dt, hq, hv, mask, a32, pssk, pddv, mode, cvt, tq, ts, sym, co, g942, g950) \
   JA_FMHA_BWD_ROW(AiterFmhaBwdDqdkdvArgs,                                                            \
                   (g942) ? std::span<const ArgField>(kAiterFmhaBwdDqdkdvFieldsGfx942)              \
                          : std::span<const ArgField>(kAiterFmhaBwdDqdkdvFieldsGfx950),             \
-                  dt, hq, hv, mask, a32, pssk, pddv, mode, cvt, tq, ts, sym, co, g942, g950)
+                  "", {}, dt, hq, hv, mask, a32, pssk, pddv, mode, cvt, tq, ts, sym, co, g942,     \
+                  g950)
 inline constexpr AiterFmhaFwdRow kAiterFmhaFwdRows[] = {JAX_AITER_FMHA_V3_FWD_ROWS(JA_FMHA_FWD_ROW)};
 inline constexpr AiterFmhaBwdRow kAiterFmhaBwdOdoRows[] = {
     JAX_AITER_FMHA_V3_BWD_ODO_ROWS(JA_FMHA_ODO_ROW)};
@@ -345,45 +417,14 @@ static_assert(kAiterFmhaBwdDqdkdvRows[0].kernel.fields.size() == 44);
 
 namespace aiter_fmha_v3_detail {
 
-// Pointers to the KernelInfo of every row of `tables` built for arch A, in table order.
-template <Arch A, const auto&... Tables>
-constexpr auto rows_on() {
-  constexpr size_t n = [] {
-    size_t c = 0;
-    (
-        [&] {
-          for (const auto& r : Tables) c += r.arch == A ? 1 : 0;
-        }(),
-        ...);
-    return c;
-  }();
-  std::array<const KernelInfo*, n> out{};
-  size_t i = 0;
-  (
-      [&] {
-        for (const auto& r : Tables) {
-          if (r.arch == A) out[i++] = &r.kernel;
-        }
-      }(),
-      ...);
-  return out;
-}
+using Fwd = AiterTables<kAiterFmhaFwdRows>;
+using Bwd = AiterTables<kAiterFmhaBwdOdoRows, kAiterFmhaBwdDqdkdvRows, kAiterFmhaBwdDqConvertRows,
+                        kAiterFmhaBwdDqShuffleRows>;
+static_assert(Fwd::kGfx942.size() == 48 && Fwd::kGfx950.size() == 8);
+static_assert(Bwd::kGfx942.size() == 124 && Bwd::kGfx950.size() == 37);
 
-inline constexpr auto kFwdGfx942 = rows_on<Arch::kGfx942, kAiterFmhaFwdRows>();
-inline constexpr auto kFwdGfx950 = rows_on<Arch::kGfx950, kAiterFmhaFwdRows>();
-inline constexpr auto kBwdGfx942 =
-    rows_on<Arch::kGfx942, kAiterFmhaBwdOdoRows, kAiterFmhaBwdDqdkdvRows,
-            kAiterFmhaBwdDqConvertRows, kAiterFmhaBwdDqShuffleRows>();
-inline constexpr auto kBwdGfx950 =
-    rows_on<Arch::kGfx950, kAiterFmhaBwdOdoRows, kAiterFmhaBwdDqdkdvRows,
-            kAiterFmhaBwdDqConvertRows, kAiterFmhaBwdDqShuffleRows>();
-static_assert(kFwdGfx942.size() == 48 && kFwdGfx950.size() == 8);
-static_assert(kBwdGfx942.size() == 124 && kBwdGfx950.size() == 37);
-
-inline const AiterFamilyRegistrar kRegistrar{{"fmha_v3_fwd", "gfx942", kFwdGfx942},
-                                             {"fmha_v3_fwd", "gfx950", kFwdGfx950},
-                                             {"fmha_v3_bwd", "gfx942", kBwdGfx942},
-                                             {"fmha_v3_bwd", "gfx950", kBwdGfx950}};
+inline const AiterFamilyRegistrar kFwdRegistrar = Fwd::registrar("fmha_v3_fwd");
+inline const AiterFamilyRegistrar kBwdRegistrar = Bwd::registrar("fmha_v3_bwd");
 
 }  // namespace aiter_fmha_v3_detail
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_fp8gemm_blockscale.h"
 
@@ -66,16 +66,6 @@ struct AiterFp8BsRow {
   KernelInfo kernel;
   int tile_m, tile_n;
   bool on_gfx942, on_gfx950;
-
-  constexpr bool on(Arch a) const {
-    return (a == Arch::kGfx942 && on_gfx942) || (a == Arch::kGfx950 && on_gfx950);
-  }
-  // The name AITER's tuned configs use (kernelName, without the arch prefix).
-  constexpr std::string_view short_name() const {
-    std::string_view s = kernel.code_object;
-    s.remove_prefix(s.find('/') + 1);
-    return s.substr(0, s.size() - 3);  // ".co"
-  }
 };
 
 // clang-format off
@@ -87,28 +77,12 @@ inline constexpr AiterFp8BsRow kAiterFp8BsRows[] = {
 #undef JA_FP8BS_ROW
 // clang-format on
 
-static_assert(kAiterFp8BsRows[0].short_name() == "fp8gemm_bf16_blockscale_BpreShuffle_32x128");
+static_assert(short_name(kAiterFp8BsRows[0]) == "fp8gemm_bf16_blockscale_BpreShuffle_32x128");
 
 namespace aiter_fp8bs_detail {
-template <Arch A>
-constexpr auto rows_on() {
-  constexpr size_t n = [] {
-    size_t c = 0;
-    for (const auto& r : kAiterFp8BsRows) c += r.on(A) ? 1 : 0;
-    return c;
-  }();
-  std::array<const KernelInfo*, n> out{};
-  size_t i = 0;
-  for (const auto& r : kAiterFp8BsRows) {
-    if (r.on(A)) out[i++] = &r.kernel;
-  }
-  return out;
-}
-inline constexpr auto kGfx942 = rows_on<Arch::kGfx942>();
-inline constexpr auto kGfx950 = rows_on<Arch::kGfx950>();
-static_assert(kGfx942.size() == 6 && kGfx950.size() == 6);
-inline const AiterFamilyRegistrar kRegistrar{{"fp8gemm_blockscale", "gfx942", kGfx942},
-                                             {"fp8gemm_blockscale", "gfx950", kGfx950}};
+using Tables = AiterTables<kAiterFp8BsRows>;
+static_assert(Tables::kGfx942.size() == 6 && Tables::kGfx950.size() == 6);
+inline const AiterFamilyRegistrar kRegistrar = Tables::registrar("fp8gemm_blockscale");
 }  // namespace aiter_fp8bs_detail
 
 }  // namespace jax_aiter::kernels

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_i8gemm.h"
 
@@ -67,16 +67,7 @@ struct AiterI8GemmRow {
   bool split_k;  // may split K (and the heuristic may pick it)
   bool on_gfx942, on_gfx950;
 
-  constexpr bool on(Arch a) const {
-    return (a == Arch::kGfx942 && on_gfx942) || (a == Arch::kGfx950 && on_gfx950);
-  }
   constexpr bool wide() const { return kernel.args_size == sizeof(AiterI8GemmWideArgs); }
-  // The name AITER's tuned configs use (kernelName, without the arch prefix), and the plain one.
-  constexpr std::string_view short_name() const {
-    std::string_view s = kernel.code_object;
-    s.remove_prefix(s.find('/') + 1);
-    return s.substr(0, s.size() - 3);  // ".co"
-  }
 };
 
 namespace aiter_i8gemm_detail {
@@ -94,29 +85,13 @@ inline constexpr AiterI8GemmRow kAiterI8GemmRows[] = {JAX_AITER_I8GEMM_ROWS(JA_I
 #undef JA_I8GEMM_ROW
 // clang-format on
 
-static_assert(kAiterI8GemmRows[0].short_name() == "I8gemm_bf16_perTokenI8_BpreShuffle_112x256");
+static_assert(short_name(kAiterI8GemmRows[0]) == "I8gemm_bf16_perTokenI8_BpreShuffle_112x256");
 static_assert(kAiterI8GemmRows[0].wide() && !kAiterI8GemmRows[1].wide());
 
 namespace aiter_i8gemm_detail {
-template <Arch A>
-constexpr auto rows_on() {
-  constexpr size_t n = [] {
-    size_t c = 0;
-    for (const auto& r : kAiterI8GemmRows) c += r.on(A) ? 1 : 0;
-    return c;
-  }();
-  std::array<const KernelInfo*, n> out{};
-  size_t i = 0;
-  for (const auto& r : kAiterI8GemmRows) {
-    if (r.on(A)) out[i++] = &r.kernel;
-  }
-  return out;
-}
-inline constexpr auto kGfx942 = rows_on<Arch::kGfx942>();
-inline constexpr auto kGfx950 = rows_on<Arch::kGfx950>();
-static_assert(kGfx942.size() == 9 && kGfx950.size() == 8);
-inline const AiterFamilyRegistrar kRegistrar{{"i8gemm", "gfx942", kGfx942},
-                                             {"i8gemm", "gfx950", kGfx950}};
+using Tables = AiterTables<kAiterI8GemmRows>;
+static_assert(Tables::kGfx942.size() == 9 && Tables::kGfx950.size() == 8);
+inline const AiterFamilyRegistrar kRegistrar = Tables::registrar("i8gemm");
 }  // namespace aiter_i8gemm_detail
 
 }  // namespace jax_aiter::kernels

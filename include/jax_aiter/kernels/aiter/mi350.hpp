@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "jax_aiter/core/arch.hpp"
-#include "jax_aiter/kernels/aiter/catalog.hpp"
+#include "jax_aiter/kernels/aiter/row.hpp"
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/aiter_mi350.h"
 
@@ -91,15 +91,6 @@ struct AiterMi350Row {
   KernelInfo kernel;
   int tile_m;
   bool on_gfx942, on_gfx950;
-
-  constexpr bool on(Arch a) const {
-    return (a == Arch::kGfx942 && on_gfx942) || (a == Arch::kGfx950 && on_gfx950);
-  }
-  // The name without ".co" (here the same as the symbol), and the tile's "x32" .. "x128".
-  constexpr std::string_view short_name() const {
-    std::string_view s = kernel.code_object;
-    return s.substr(0, s.size() - 3);
-  }
 };
 
 // clang-format off
@@ -112,13 +103,10 @@ inline constexpr AiterMi350Row kAiterMi350Rows[] = {JAX_AITER_MI350_ROWS(JA_MI35
 
 static_assert(std::size(kAiterMi350Rows) == 4 && kAiterMi350Rows[0].tile_m == 32 &&
               kAiterMi350Rows[3].tile_m == 128);
-static_assert(kAiterMi350Rows[3].short_name() == "f8_block_scale_mi350_x128");
+static_assert(short_name(kAiterMi350Rows[3]) == "f8_block_scale_mi350_x128");
 
 namespace aiter_mi350_detail {
-inline constexpr std::array<const KernelInfo*, 4> kGfx950{
-    &kAiterMi350Rows[0].kernel, &kAiterMi350Rows[1].kernel, &kAiterMi350Rows[2].kernel,
-    &kAiterMi350Rows[3].kernel};
-inline const AiterFamilyRegistrar kRegistrar{{"mi350", "gfx950", kGfx950}};
+inline const AiterFamilyRegistrar kRegistrar = AiterTables<kAiterMi350Rows>::registrar("mi350");
 }  // namespace aiter_mi350_detail
 
 }  // namespace jax_aiter::kernels
