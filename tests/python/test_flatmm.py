@@ -185,7 +185,7 @@ def test_three_lines_from_bf16():
     rng = np.random.default_rng(5)
     x = jnp.asarray(rng.normal(size=(64, 512)), jnp.bfloat16)
     wf = jnp.asarray(rng.normal(size=(256, 512)) * 0.05, jnp.bfloat16)
-    dtype = ASM_FP8
+    dtype = jax_aiter.fp8_dtype()  # a user's three lines: the default device's format, any tier
     wq, ws = quantize_weight_blocks(wf, dtype)
     w = shuffle_weight(wq, FLATMM_LAYOUT)
 
