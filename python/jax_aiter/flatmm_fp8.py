@@ -179,7 +179,7 @@ def flatmm_fp8(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None =
             "aiter.flatmm_fp8: operand w: expected a ShuffledWeight (jax_aiter.shuffle_weight(w, "
             f"\"flatmm\")), got {type(wq).__name__}: the kernels read the FlatMM layout, and a "
             "plain array is taken for an unshuffled weight")
-    if wq.layout != FLATMM_LAYOUT:
+    if not wq.in_layout(FLATMM_LAYOUT):
         raise ValueError(f"aiter.flatmm_fp8: operand w: expected a weight in the \"flatmm\" "
                          f"layout, got one in {wq.layout!r}")
     xq = jnp.asarray(xq)

@@ -344,7 +344,7 @@ def gemm_fp4(a, b, a_scale, b_scale, *, kernel: str | None = None, splitk: int |
       bf16 ``[..., N]``.
     """
     if isinstance(b, ShuffledWeight):
-        if isinstance(b.layout, str) or tuple(b.layout) != FP4_LAYOUT:
+        if not b.in_layout(FP4_LAYOUT):
             raise ValueError(f"aiter.gemm_fp4: operand b: expected a weight shuffled in the "
                              f"layout {FP4_LAYOUT}, got one in {b.layout!r}")
         b_data, b_layout = b.data, "x".join(str(v) for v in FP4_LAYOUT)

@@ -134,7 +134,7 @@ def gemm_fp8_blockscale(a, b: ShuffledWeight, a_scale, b_scale, *, kernel: str |
             f"{_NAME}: operand b: expected a ShuffledWeight (jax_aiter.shuffle_weight(w, "
             f"layout={FP8BS_LAYOUT})), got {type(b).__name__}: the kernels read a pre-shuffled "
             "weight, and a plain array is taken for an unshuffled one")
-    if isinstance(b.layout, str) or tuple(b.layout) != FP8BS_LAYOUT:
+    if not b.in_layout(FP8BS_LAYOUT):
         raise ValueError(f"{_NAME}: operand b: expected a weight shuffled in the layout "
                          f"{FP8BS_LAYOUT}, got one in {b.layout}")
     a = jnp.asarray(a)

@@ -154,7 +154,7 @@ def gemm_fp8_mi350(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | No
             f"{op}: operand wq: expected a ShuffledWeight (jax_aiter.shuffle_weight(w, layout="
             f"{MI350_LAYOUT})), got {type(wq).__name__}: the kernels read a pre-shuffled weight, "
             "and a plain array is taken for an unshuffled one")
-    if isinstance(wq.layout, str) or tuple(wq.layout) != MI350_LAYOUT:
+    if not wq.in_layout(MI350_LAYOUT):
         raise ValueError(f"{op}: operand wq: expected a weight shuffled in the layout "
                          f"{MI350_LAYOUT}, got one in {wq.layout!r}")
     xq = jnp.asarray(xq)

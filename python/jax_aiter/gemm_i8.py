@@ -98,7 +98,7 @@ def gemm_i8(a, b: ShuffledWeight, a_scale, b_scale, bias=None, *, kernel: str | 
             "aiter.gemm_i8: operand b: expected a ShuffledWeight (jax_aiter.quant.shuffle_weight"
             f"(w, layout={I8_LAYOUT})), got {type(b).__name__}: the kernels read a pre-shuffled "
             "weight, and a plain array is taken for an unshuffled one")
-    if isinstance(b.layout, str) or tuple(b.layout) != I8_LAYOUT:
+    if not b.in_layout(I8_LAYOUT):
         raise ValueError(f"aiter.gemm_i8: operand b: expected a weight shuffled in the layout "
                          f"{I8_LAYOUT}, got one in {b.layout!r}")
     a = jnp.asarray(a)

@@ -62,6 +62,13 @@ class ShuffledWeight:
     def dtype(self):
         return self.data.dtype
 
+    def in_layout(self, layout) -> bool:
+        """Whether the weight is shuffled in ``layout``: a named layout or an (IN, IK) pair (a
+        name never equals a pair, and a pair compares as a tuple whatever sequence holds it)."""
+        if isinstance(layout, str) or isinstance(self.layout, str):
+            return self.layout == layout
+        return tuple(self.layout) == tuple(layout)
+
 
 jax.tree_util.register_dataclass(ShuffledWeight, data_fields=["data"], meta_fields=["layout"])
 
