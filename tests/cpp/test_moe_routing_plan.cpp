@@ -374,7 +374,8 @@ TEST(MoeRoutingTwins, TopkSoftmaxPlanMatchesFloat64) {
       const float* x = logits.data() + int64_t{r} * e;
       std::vector<int> order(e);
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x[a] > x[b]; });
+      std::sort(order.begin(), order.end(),
+                [&](int a, int b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
       const double m = *std::max_element(x, x + e);
       double z = 0, chosen = 0;
       for (int j = 0; j < e; ++j) z += std::exp(double{x[j]} - m);
