@@ -145,8 +145,13 @@ TEST(MoeRoutingValidate, MoeSortingNamesEveryBadOperandAndAttribute) {
             "packed id), got i32[16777216,1]");
   p = sort_params((int64_t{1} << 24) - 1, 255, 4096, 1024);
   EXPECT_EQ(message_of(MoeSorting::validate(p)),
-            "aiter.moe_sorting: operand ids: too large for 32-bit row indexing: 4282383874 padded "
-            "rows (tokens*topk + num_experts*block_m - topk)");
+            "aiter.moe_sorting: operand ids: too large: 4282383874 padded rows (tokens*topk + "
+            "num_experts*block_m - topk), at most 2^30");
+  // 2^30 rows pass (T = 2^23, k = E = 128, block_m 1), one more does not (E = 129).
+  EXPECT_TRUE(MoeSorting::validate(sort_params(int64_t{1} << 23, 128, 128, 1)).ok());
+  EXPECT_EQ(message_of(MoeSorting::validate(sort_params(int64_t{1} << 23, 128, 129, 1))),
+            "aiter.moe_sorting: operand ids: too large: 1073741825 padded rows (tokens*topk + "
+            "num_experts*block_m - topk), at most 2^30");
   p = sort_params(4, 2, 8, 32);
   p.weights = fake(DType::kF32, {2, 4});
   EXPECT_EQ(message_of(MoeSorting::validate(p)),

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 #include <tuple>
 
@@ -228,6 +227,7 @@ struct MoeSorting {
   using Params = MoeSortingParams;
   using Tiers = std::tuple<MoeSortingPortable>;
   static constexpr int64_t kMaxBlockM = 1024;
+  static constexpr int64_t kMaxPaddedRows = int64_t{1} << 30;
 
   static Status validate(const Params& p) {
     namespace M = kernels::moe_routing;
@@ -258,10 +258,13 @@ struct MoeSorting {
     JAX_AITER_RETURN_IF_ERROR(
         moe_detail::check_shape(kName, "weights", p.weights, DType::kF32, {t, k}, "like ids"));
     const int64_t padded = p.padded_rows();
-    if (padded > std::numeric_limits<int32_t>::max()) {
+    // 32-bit row indices, and an AMD grid of (tiles + padded / kSortTile) blocks of kSortTile
+    // threads stays below 2^32 work-items.
+    if (padded > kMaxPaddedRows) {
       return operand_error(kName, "ids",
-                           StrCat("too large for 32-bit row indexing: ", padded,
-                                  " padded rows (tokens*topk + num_experts*block_m - topk)"));
+                           StrCat("too large: ", padded,
+                                  " padded rows (tokens*topk + num_experts*block_m - topk), at "
+                                  "most 2^30"));
     }
     JAX_AITER_RETURN_IF_ERROR(moe_detail::check_shape(
         kName, "sorted_token_ids", p.sorted_token_ids, DType::kI32, {padded},
