@@ -241,6 +241,17 @@ def test_moe_sorting_empty_and_gradient():
     np.testing.assert_array_equal(np.asarray(got), want)
 
 
+def test_moe_sorting_vmap():
+    """A batch of routings (one per micro-batch, say): each sorted on its own."""
+    rng = np.random.default_rng(12)
+    ids = rng.integers(0, 16, (3, 40, 4)).astype(np.int32)
+    w = rng.random((3, 40, 4)).astype(np.float32)
+    got = jax.jit(jax.vmap(lambda i, w: jax_aiter.moe_sorting(i, w, 16, 32)))(ids, w)
+    for b in range(3):
+        for g, want in zip(got, ref_sorting(ids[b], w[b], 16, 32)):
+            np.testing.assert_array_equal(np.asarray(g[b]), want)
+
+
 def test_moe_sorting_sizes_are_aiters():
     assert jax_aiter.moe_sorting_sizes(4096, 8, 256, 32) == (4096 * 8 + 256 * 32 - 8,
                                                              -(-(4096 * 8 + 256 * 32 - 8) // 32))
