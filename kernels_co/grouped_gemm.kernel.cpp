@@ -280,13 +280,13 @@ void jax_aiter_grouped_gemm_schedule(const void* group_sizes, void* schedule, in
     ja::grouped_rows<ja::E, BM, BN, THREADS, aligned, dgrad>(x, w, schedule, out, N, K, G,      \
                                                              out_dtype);                        \
   }
-#define JA_GG_TILE_KERNELS(name, BM, BN, THREADS)                                     \
-  JA_GG_ROWS_KERNEL(bf16, BF16, fwd, false, name, BM, BN, THREADS, aligned, true)     \
-  JA_GG_ROWS_KERNEL(bf16, BF16, fwd, false, name, BM, BN, THREADS, any, false)        \
+#define JA_GG_TILE_KERNELS(name, BM, BN, FWD_THREADS, THREADS)                        \
+  JA_GG_ROWS_KERNEL(bf16, BF16, fwd, false, name, BM, BN, FWD_THREADS, aligned, true) \
+  JA_GG_ROWS_KERNEL(bf16, BF16, fwd, false, name, BM, BN, FWD_THREADS, any, false)    \
   JA_GG_ROWS_KERNEL(bf16, BF16, dgrad, true, name, BM, BN, THREADS, aligned, true)    \
   JA_GG_ROWS_KERNEL(bf16, BF16, dgrad, true, name, BM, BN, THREADS, any, false)       \
-  JA_GG_ROWS_KERNEL(f16, F16, fwd, false, name, BM, BN, THREADS, aligned, true)       \
-  JA_GG_ROWS_KERNEL(f16, F16, fwd, false, name, BM, BN, THREADS, any, false)          \
+  JA_GG_ROWS_KERNEL(f16, F16, fwd, false, name, BM, BN, FWD_THREADS, aligned, true)   \
+  JA_GG_ROWS_KERNEL(f16, F16, fwd, false, name, BM, BN, FWD_THREADS, any, false)      \
   JA_GG_ROWS_KERNEL(f16, F16, dgrad, true, name, BM, BN, THREADS, aligned, true)      \
   JA_GG_ROWS_KERNEL(f16, F16, dgrad, true, name, BM, BN, THREADS, any, false)         \
   JA_KERNEL_BOUNDED(THREADS)                                                          \

@@ -291,7 +291,9 @@ TEST(GroupedGemmPlan, ForwardAndDgradLaunches) {
     EXPECT_EQ(l.kernel->symbol, symbol);
     EXPECT_EQ(l.grid, (K::Dim3{static_cast<uint32_t>((cols + 127) / 128),
                                static_cast<uint32_t>(capacity), 1}));
-    EXPECT_EQ(l.block, (K::Dim3{256, 1, 1}));
+    // The forward's 128-row tile runs 4 warps of 64 x 64 (the GEMM's t128x128w4).
+    const uint32_t threads = !c.transpose_w && bm == 128 ? 128 : 256;
+    EXPECT_EQ(l.block, (K::Dim3{threads, 1, 1}));
     const auto a = l.args.unpack<K::GroupedGemmArgs>();
     EXPECT_EQ(a.x, p.x.data);
     EXPECT_EQ(a.w, p.w.data);

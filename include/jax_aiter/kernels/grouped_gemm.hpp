@@ -84,7 +84,9 @@ inline constexpr std::string_view kGroupedGemmCodeObject = "grouped_gemm";
 
 struct GroupedGemmTile {
   std::string_view name;
-  int bm, bn, threads;
+  int bm, bn;
+  int fwd_threads;  // the bf16/f16 forward's block
+  int threads;      // dgrad's and fp8's (and wgrad's)
 };
 
 // What a row-tile kernel computes.
@@ -98,9 +100,11 @@ constexpr KernelInfo wgrad_kernel(std::string_view symbol) {
   return {kGroupedGemmCodeObject, symbol, sizeof(GroupedWgradArgs), kGroupedWgradFields};
 }
 // clang-format off
-#define JA_GG_TILE(name, BM, BN, THREADS) GroupedGemmTile{#name, BM, BN, THREADS},
+#define JA_GG_TILE(name, BM, BN, FWD_THREADS, THREADS) \
+  GroupedGemmTile{#name, BM, BN, FWD_THREADS, THREADS},
+#define JA_GG_WGRAD_TILE(name, BM, BN, THREADS) GroupedGemmTile{#name, BM, BN, THREADS, THREADS},
 // Per tile: {bf16, f16} x {fwd, dgrad} x {aligned, any}, in that order.
-#define JA_GG_KERNELS(name, BM, BN, THREADS)                                                     \
+#define JA_GG_KERNELS(name, BM, BN, FWD_THREADS, THREADS)                                                   \
   rows_kernel("jax_aiter_grouped_gemm_bf16_fwd_" #name "_aligned"),                              \
   rows_kernel("jax_aiter_grouped_gemm_bf16_fwd_" #name "_any"),                                  \
   rows_kernel("jax_aiter_grouped_gemm_bf16_dgrad_" #name "_aligned"),                            \
@@ -109,18 +113,19 @@ constexpr KernelInfo wgrad_kernel(std::string_view symbol) {
   rows_kernel("jax_aiter_grouped_gemm_f16_fwd_" #name "_any"),                                   \
   rows_kernel("jax_aiter_grouped_gemm_f16_dgrad_" #name "_aligned"),                             \
   rows_kernel("jax_aiter_grouped_gemm_f16_dgrad_" #name "_any"),
-#define JA_GG_FP8_KERNEL(name, BM, BN, THREADS) rows_kernel("jax_aiter_grouped_gemm_fp8_" #name),
+#define JA_GG_FP8_KERNEL(name, BM, BN, FWD_THREADS, THREADS) rows_kernel("jax_aiter_grouped_gemm_fp8_" #name),
 #define JA_GG_WGRAD_KERNELS(name, BM, BN, THREADS)                                               \
   wgrad_kernel("jax_aiter_grouped_gemm_bf16_wgrad_" #name "_aligned"),                           \
   wgrad_kernel("jax_aiter_grouped_gemm_bf16_wgrad_" #name "_any"),                               \
   wgrad_kernel("jax_aiter_grouped_gemm_f16_wgrad_" #name "_aligned"),                            \
   wgrad_kernel("jax_aiter_grouped_gemm_f16_wgrad_" #name "_any"),
 inline constexpr GroupedGemmTile kTiles[] = {JAX_AITER_GROUPED_GEMM_TILES(JA_GG_TILE)};
-inline constexpr GroupedGemmTile kWgradTiles[] = {JAX_AITER_GROUPED_WGRAD_TILES(JA_GG_TILE)};
+inline constexpr GroupedGemmTile kWgradTiles[] = {JAX_AITER_GROUPED_WGRAD_TILES(JA_GG_WGRAD_TILE)};
 inline constexpr KernelInfo kRowKernels[] = {JAX_AITER_GROUPED_GEMM_TILES(JA_GG_KERNELS)};
 inline constexpr KernelInfo kFp8Kernels[] = {JAX_AITER_GROUPED_GEMM_TILES(JA_GG_FP8_KERNEL)};
 inline constexpr KernelInfo kWgradKernels[] = {JAX_AITER_GROUPED_WGRAD_TILES(JA_GG_WGRAD_KERNELS)};
 #undef JA_GG_TILE
+#undef JA_GG_WGRAD_TILE
 #undef JA_GG_KERNELS
 #undef JA_GG_FP8_KERNEL
 #undef JA_GG_WGRAD_KERNELS

@@ -110,9 +110,10 @@ struct GroupedGemmPortableTier {
                       c.tile, p.x.dtype,
                       p.transpose_w ? kernels::GroupedKind::kDgrad : kernels::GroupedKind::kForward,
                       c.aligned);
+    const bool forward16 = !p.fp8() && !p.transpose_w;
     plan.launch(kernel,
                 {static_cast<uint32_t>(ceil_div(n, t.bn)), static_cast<uint32_t>(capacity), 1},
-                {static_cast<uint32_t>(t.threads), 1, 1}, args);
+                {static_cast<uint32_t>(forward16 ? t.fwd_threads : t.threads), 1, 1}, args);
     plan.note("tile_m", t.bm);
     plan.note("tile_n", t.bn);
     plan.note("row_tiles", capacity);

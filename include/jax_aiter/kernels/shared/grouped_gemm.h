@@ -59,18 +59,22 @@ inline constexpr int kScaleBlock = 128;
 
 }  // namespace jax_aiter::kernels::grouped_gemm
 
-// The row tiles of the forward and dgrad kernels, X(name, BM, BN, THREADS), largest BM first.
-// Each builds, for bf16 and f16 inputs, with 16-byte loads (aligned) and element-wise ones (any):
-//   fwd    GemmTile of the GEMM op (jax_aiter_gemm_tile.hpp: cp.async stages on sm_90), BK 32
+// The row tiles of the forward and dgrad kernels, X(name, BM, BN, FWD_THREADS, THREADS), largest
+// BM first. Each builds, for bf16 and f16 inputs, with 16-byte loads (aligned) and element-wise
+// ones (any):
+//   fwd    GemmTile of the GEMM op (jax_aiter_gemm_tile.hpp: cp.async stages on sm_90), BK 32,
+//          FWD_THREADS: 128 rows on 4 warps of 64 x 64 (the GEMM's t128x128w4: 2/3 the ldmatrix
+//          per mma of 8 warps, 18 % faster at 4096^3 on H100, benchmarks/gpu/NOTES.md)
 //   dgrad  the register-staged tile (jax_aiter_grouped_gemm_tile.hpp), w's K-contiguous rows
-//          transposed into the shared tile as they are stored, BK 32
+//          transposed into the shared tile as they are stored, BK 32, THREADS
 //   fp8    the same staged tile over e4m3 bytes (BK 64 bytes: two k-tiles a scale block), fp8
-//          mma.sync / MFMA, the scales folded in every 128 of K; aligned only
+//          mma.sync / MFMA, the scales folded in every 128 of K; aligned only; THREADS (its
+//          accumulators and block totals need 8 warps at 128 x 128)
 // Grid (ceil(cols / BN), capacity): blockIdx.y is the row tile of the schedule.
 #define JAX_AITER_GROUPED_GEMM_TILES(X) \
-  X(t128x128, 128, 128, 256)            \
-  X(t64x128, 64, 128, 256)              \
-  X(t16x128, 16, 128, 256)
+  X(t128x128, 128, 128, 128, 256)       \
+  X(t64x128, 64, 128, 256, 256)         \
+  X(t16x128, 16, 128, 256, 256)
 
 // The tiles of the wgrad kernel, X(name, BM, BN, THREADS): BM rows of dw (N), BN columns (K), the
 // group's rows as the reduction, both operands transposed into the shared tile. Grid
