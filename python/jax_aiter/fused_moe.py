@@ -1,0 +1,259 @@
+"""Fused mixture-of-experts layer (``fused_moe``), AITER's fused-MoE contract (docs/ops/moe.md).
+
+    out = fused_moe(x, w1, w2, topk_weights, topk_ids, activation="silu")   # [T, H]
+
+For each token t and each of its k experts e = topk_ids[t, j]:
+``h = x[t] . w1[e]^T`` ([2I]: gate then up, AITER's g1u1), ``a = act(h[:I]) * h[I:]``,
+``o = a . w2[e]^T`` ([H]); ``out[t] = sum_j topk_weights[t, j] * o``, as AITER's ``torch_moe``
+(aiter/fused_moe.py at e4048607a5): float32 accumulation, ``act`` silu or exact gelu. x [T, H]
+bf16 or f16; w1 [E, 2I, H]; w2 [E, H, I]; ids outside [0, E) contribute nothing (expert
+parallelism marks other devices' experts so).
+
+Quantized modes (``quant``), inference only, as AITER's fmoe kernels take them; x stays bf16/f16 and
+the op quantizes the activations on the fly (x before the first GEMM, ``a`` before the second):
+
+  ``"fp8_per_token"``   w1, w2 fp8 (``fp8_dtype()``), ``w1_scale`` f32 [E, 2I, 1], ``w2_scale``
+                        [E, H, 1] (per output channel); activations fp8 per token.
+  ``"int8_per_token"``  the same with int8 weights and activations (symmetric, round to nearest).
+  ``"fp8_blockscale"``  w1, w2 fp8 with 128 x 128 block scales ``w1_scale`` [E, 2I/128, H/128],
+                        ``w2_scale`` [E, H/128, I/128]; activations fp8 per (token, 128 columns).
+
+Tiers. The portable tier (every backend) is the layer as our ops: the routed (token, expert)
+entries sorted by expert (``jnp.argsort``, stable: tokens in order within an expert), two grouped
+GEMMs (``grouped_gemm``: ragged, no padding to a capacity), the activation, and the weighted sum
+back to the tokens. Per-token modes run their GEMMs on the exact integer / fp8 values in bf16
+(both are exact in bf16) and apply the token and channel scales to the f32 result; the block-scale
+mode runs ``grouped_gemm``'s fp8 block-scale kernels. AITER's fmoe ASM kernels (one-stage
+g1u1 rows, gfx942/gfx950) are their own family (kernels/aiter/fmoe.hpp): not yet wired to this
+function.
+
+Gradients: bf16/f16 (``quant=None``) through ``grouped_gemm``'s custom_vjp (dgrad and wgrad as
+grouped GEMMs) and jnp for the rest: x, w1, w2 and topk_weights. Quantized modes raise.
+
+Shardings under ``jax.jit``: tokens split -> local (each shard routes its own tokens); experts
+split (w1, w2 on their first dim) -> each shard computes its experts' share and the shares are
+summed (one all-reduce of [T, H]); H and I are needed whole.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_aiter import _partition
+from jax_aiter._call import Static
+from jax_aiter.grouped_gemm import grouped_gemm
+from jax_aiter.quant import FP8_BLOCK, ShuffledWeight, fp8_dtype, unshuffle_weight
+
+__all__ = ["fused_moe"]
+
+_OP = "jax_aiter.fused_moe"
+_QUANTS = (None, "fp8_per_token", "int8_per_token", "fp8_blockscale")
+_ACTS = ("silu", "gelu")
+_I8_MAX = 127.0
+
+
+def _act(name, g):
+    return jax.nn.silu(g) if name == "silu" else jax.nn.gelu(g, approximate=False)
+
+
+# ---- activation quantizers (the kernels' on-the-fly quantization) ------------------------------
+
+def _per_row(x, kind):
+    """x [M, K] -> (q, scale [M, 1]): symmetric per row, fp8 (cast) or int8 (round)."""
+    xf = x.astype(jnp.float32)
+    amax = jnp.max(jnp.abs(xf), axis=-1, keepdims=True)
+    if kind == "int8":
+        scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0)
+        return jnp.clip(jnp.round(xf / scale), -_I8_MAX, _I8_MAX).astype(jnp.int8), scale
+    dt = fp8_dtype()
+    fmax = float(jnp.finfo(dt).max)
+    scale = jnp.where(amax > 0, amax / fmax, 1.0)
+    return jnp.clip(xf / scale, -fmax, fmax).astype(dt), scale
+
+
+def _per_block(x):
+    """x [M, K] -> (fp8, scale [M, K/128]) per (row, 128 columns)."""
+    m, k = x.shape
+    xb = x.astype(jnp.float32).reshape(m, k // FP8_BLOCK, FP8_BLOCK)
+    dt = fp8_dtype()
+    fmax = float(jnp.finfo(dt).max)
+    amax = jnp.max(jnp.abs(xb), axis=-1, keepdims=True)
+    scale = jnp.where(amax > 0, amax / fmax, 1.0)
+    q = jnp.clip(xb / scale, -fmax, fmax).astype(dt).reshape(m, k)
+    return q, scale.reshape(m, k // FP8_BLOCK)
+
+
+def _gemm(rows, w, w_scale, group_sizes, quant, out_dtype):
+    """One grouped GEMM of the layer: rows [M, K] (bf16/f16) by w [G, N, K] -> f32 [M, N]."""
+    if quant is None:
+        return grouped_gemm(rows, w, group_sizes, out_dtype=jnp.float32)
+    if quant == "fp8_blockscale":
+        q, s = _per_block(rows)
+        return grouped_gemm(q, w, group_sizes, x_scale=s, w_scale=w_scale,
+                            out_dtype=jnp.bfloat16).astype(jnp.float32)
+    q, s = _per_row(rows, "int8" if quant == "int8_per_token" else "fp8")
+    # int8 and fp8 e4m3 values are exact in bf16: the bf16 GEMM sums the true products in f32.
+    acc = grouped_gemm(q.astype(jnp.bfloat16), w.astype(jnp.bfloat16), group_sizes,
+                       out_dtype=jnp.float32)
+    return acc * s  # the channel scale is applied per group by the caller
+
+
+def _channel_scale(acc, w_scale, expert_of_row):
+    if w_scale is None:
+        return acc
+    return acc * w_scale[expert_of_row, :, 0]
+
+
+# ---- the layer -------------------------------------------------------------------------------
+
+def _layer(x, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, expert_lo, activation, quant):
+    """The portable tier on one shard: experts [expert_lo, expert_lo + E_local) of w1/w2."""
+    t, h = x.shape
+    k = topk_ids.shape[1]
+    e_local, n2, _ = w1.shape
+    inter = n2 // 2
+    ids = topk_ids.reshape(-1).astype(jnp.int32) - expert_lo
+    valid = (ids >= 0) & (ids < e_local)
+    key = jnp.where(valid, ids, e_local)  # entries of other experts sort last, in no group
+    order = jnp.argsort(key, stable=True)
+    group_sizes = jnp.bincount(key, length=e_local + 1)[:e_local].astype(jnp.int32)
+    token = order // k
+    rows = x[token]
+    expert_of_row = jnp.minimum(key[order], e_local - 1)
+    per_channel = quant in ("fp8_per_token", "int8_per_token")
+    hid = _gemm(rows, w1, w1_scale, group_sizes, quant, x.dtype)
+    if per_channel:
+        hid = _channel_scale(hid, w1_scale, expert_of_row)
+    a = (_act(activation, hid[:, :inter]) * hid[:, inter:]).astype(x.dtype)
+    o = _gemm(a, w2, w2_scale, group_sizes, quant, x.dtype)
+    if per_channel:
+        o = _channel_scale(o, w2_scale, expert_of_row)
+    w = jnp.where(valid[order], topk_weights.reshape(-1)[order].astype(jnp.float32), 0.0)
+    out = jnp.zeros((t, h), jnp.float32).at[token].add(o * w[:, None])
+    return out
+
+
+def _rule(config, shapes):
+    x, w1, w2, tw, ti, *scales = shapes
+    activation, quant = config
+    f = {"t": _partition.Factor(x[0]), "h": _partition.Factor(x[1], _partition.REPLICATE),
+         "e": _partition.Factor(w1[0]), "n2": _partition.Factor(w1[1], _partition.REPLICATE),
+         "i": _partition.Factor(w2[2], _partition.REPLICATE),
+         "k": _partition.Factor(tw[1], _partition.REPLICATE)}
+    ops = [(("t",), ("h",)), (("e",), ("n2",), ("h",)), (("e",), ("h",), ("i",)),
+           (("t",), ("k",)), (("t",), ("k",))]
+    for j, s in enumerate(scales):  # [E, a, b]: a and b whole
+        f[f"s{j}a"] = _partition.Factor(s[1], _partition.REPLICATE)
+        f[f"s{j}b"] = _partition.Factor(s[2], _partition.REPLICATE)
+        ops.append((("e",), (f"s{j}a",), (f"s{j}b",)))
+    return _partition.Rule(tuple(ops), ((("t",), ("h",)),), f)
+
+
+@_partition.op("jax_aiter.fused_moe", rule=_rule)
+def _part_moe(config, shards, x, w1, w2, topk_weights, topk_ids, *scales):
+    activation, quant = config
+    w1_scale, w2_scale = scales if scales else (None, None)
+    out = _layer(x, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, shards.offset("e"),
+                 activation, quant)
+    return (shards.sum(out, 0).astype(x.dtype),)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
+def _moe(x, w1, w2, topk_weights, topk_ids, config, w1_scale, w2_scale):
+    scales = () if w1_scale is None else (w1_scale, w2_scale)
+    return _part_moe(config.value, x, w1, w2, topk_weights, topk_ids, *scales)[0]
+
+
+def _moe_fwd(x, w1, w2, topk_weights, topk_ids, config, w1_scale, w2_scale):
+    out = _moe(x, w1, w2, topk_weights, topk_ids, config, w1_scale, w2_scale)
+    return out, (x, w1, w2, topk_weights, topk_ids)
+
+
+def _moe_bwd(config, res, g):
+    activation, quant = config.value
+    if quant is not None:
+        raise TypeError(f"{_OP}: the quantized modes are inference only: they have no gradient "
+                        f"(train with quant=None, bf16 or f16)")
+    x, w1, w2, topk_weights, topk_ids = res
+
+    def layer(x, w1, w2, tw):  # the unsplit layer: its grouped GEMMs carry their own rules
+        return _layer(x, w1, w2, tw, topk_ids, None, None, 0, activation, None).astype(x.dtype)
+
+    _, vjp = jax.vjp(layer, x, w1, w2, topk_weights)
+    dx, dw1, dw2, dtw = vjp(g)
+    return dx, dw1, dw2, dtw, np.zeros(topk_ids.shape, jax.dtypes.float0), None, None
+
+
+_moe.defvjp(_moe_fwd, _moe_bwd)
+
+
+def _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_scale):
+    def err(operand, msg):
+        return ValueError(f"{_OP}: operand {operand}: {msg}")
+
+    if activation not in _ACTS:
+        raise ValueError(f"{_OP}: attribute activation: expected one of {_ACTS}, got "
+                         f"{activation!r}")
+    if quant not in _QUANTS:
+        raise ValueError(f"{_OP}: attribute quant: expected one of {_QUANTS}, got {quant!r}")
+    if x.ndim != 2 or x.dtype not in (jnp.bfloat16, jnp.float16):
+        raise err("x", f"expected bf16 or f16 [T, H], got {x.dtype}{list(x.shape)}")
+    t, h = x.shape
+    if w1.ndim != 3 or w1.shape[2] != h or w1.shape[1] % 2:
+        raise err("w1", f"expected [E, 2*I, {h}] (gate then up, H from x), got "
+                  f"{w1.dtype}{list(w1.shape)}")
+    e, inter = w1.shape[0], w1.shape[1] // 2
+    if w2.shape != (e, h, inter):
+        raise err("w2", f"expected [{e}, {h}, {inter}] ([E, H, I] from w1), got "
+                  f"{w2.dtype}{list(w2.shape)}")
+    if topk_ids.ndim != 2 or topk_ids.shape[0] != t or not jnp.issubdtype(topk_ids.dtype,
+                                                                             jnp.integer):
+        raise err("topk_ids", f"expected int [{t}, k], got {topk_ids.dtype}{list(topk_ids.shape)}")
+    if topk_weights.shape != topk_ids.shape or not jnp.issubdtype(topk_weights.dtype,
+                                                                   jnp.floating):
+        raise err("topk_weights", f"expected float {list(topk_ids.shape)} (that of topk_ids), got "
+                  f"{topk_weights.dtype}{list(topk_weights.shape)}")
+    want = {None: (x.dtype, None, None),
+            "fp8_per_token": (fp8_dtype(), (e, 2 * inter, 1), (e, h, 1)),
+            "int8_per_token": (jnp.int8, (e, 2 * inter, 1), (e, h, 1)),
+            "fp8_blockscale": (fp8_dtype(), (e, 2 * inter // FP8_BLOCK, h // FP8_BLOCK),
+                               (e, h // FP8_BLOCK, inter // FP8_BLOCK))}[quant]
+    for name, w in (("w1", w1), ("w2", w2)):
+        if w.dtype != want[0]:
+            raise err(name, f"expected {jnp.dtype(want[0]).name} for quant={quant!r}, got "
+                      f"{w.dtype}")
+    if quant == "fp8_blockscale" and (h % FP8_BLOCK or inter % FP8_BLOCK):
+        raise err("w1", f"fp8_blockscale needs H and I multiples of 128, got H={h}, I={inter}")
+    for name, s, shape in (("w1_scale", w1_scale, want[1]), ("w2_scale", w2_scale, want[2])):
+        if shape is None:
+            if s is not None:
+                raise err(name, "expected None for quant=None (bf16/f16 weights)")
+        elif s is None or s.shape != shape or s.dtype != jnp.float32:
+            got = "None" if s is None else f"{s.dtype}{list(s.shape)}"
+            raise err(name, f"expected f32{list(shape)} for quant={quant!r}, got {got}")
+
+
+def fused_moe(x, w1, w2, topk_weights, topk_ids, *, activation: str = "silu", quant=None,
+              w1_scale=None, w2_scale=None):
+    """The fused MoE layer (module docstring): x [T, H], w1 [E, 2I, H], w2 [E, H, I],
+    topk_weights [T, k], topk_ids int [T, k] -> [T, H] in x's dtype.
+
+    ``w1``/``w2`` may be ``ShuffledWeight``s (AITER's pre-shuffled layout, what its ASM kernels
+    read): the portable tier unshuffles them in the XLA graph first (a copy of the weights per
+    call: keep plain weights where only the portable tier runs)."""
+    if isinstance(w1, ShuffledWeight):
+        w1 = jax.vmap(lambda d: unshuffle_weight(ShuffledWeight(d, w1.layout)))(w1.data)
+    if isinstance(w2, ShuffledWeight):
+        w2 = jax.vmap(lambda d: unshuffle_weight(ShuffledWeight(d, w2.layout)))(w2.data)
+    x, w1, w2 = jnp.asarray(x), jnp.asarray(w1), jnp.asarray(w2)
+    topk_weights, topk_ids = jnp.asarray(topk_weights), jnp.asarray(topk_ids)
+    w1_scale = None if w1_scale is None else jnp.asarray(w1_scale)
+    w2_scale = None if w2_scale is None else jnp.asarray(w2_scale)
+    _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_scale)
+    if x.shape[0] == 0:
+        return jnp.zeros(x.shape, x.dtype)
+    return _moe(x, w1, w2, topk_weights, topk_ids, Static((activation, quant)), w1_scale, w2_scale)
