@@ -217,8 +217,8 @@ def test_forced_knobs_are_never_dropped():
     a16 = jnp.ones((8, 256), jnp.float16)
     b16 = jnp.ones((64, 256), jnp.float16)
     # AITER's BF16 kernels take no f16; the portable tier runs none of AITER's kernels.
-    with pytest.raises(Exception, match=r"no tier runs this call \(asm: .*f16.*; portable: the "
-                                        r"call forces an AITER kernel"):
+    with pytest.raises(Exception, match=r"no tier runs this call \(asm \(bf16gemm\): .*f16.*; "
+                                        r"portable: the call forces an AITER kernel"):
         jax.block_until_ready(jax_aiter.gemm(a16, b16, kernel="bf16gemm_fp32bf16_tn_32x64_"
                                              "splitk_clean", dispatch=Dispatch(asm_arch="gfx942")))
     # A split the portable tier can run exactly is run (f16: the portable tier). K = 2048 cuts into
