@@ -1,7 +1,6 @@
 // The fp8 (e4m3) block-scale tile of every FP8 block-scale GEMM we build: our portable kernels
-// (kernels_co/gemm_fp8bs.kernel.cpp, gemm_fp8_mi350.kernel.cpp, flatmm_fp8.kernel.cpp) and the ABI
-// twins of AITER's (kernels_co/aiter_fp8gemm_blockscale.twin.cpp, aiter_mi350.twin.cpp,
-// aiter_flatmm.twin.cpp):
+// (kernels_co/gemm_fp8_blockscale.kernel.cpp) and the ABI twins of AITER's
+// (kernels_co/aiter_fp8gemm_blockscale.twin.cpp, aiter_mi350.twin.cpp, aiter_flatmm.twin.cpp):
 //
 //   total[r][c] = sum over 128-wide K blocks kb of xs(kb, r) * ws(kb) * (A[r, kb] . B[c, kb]),
 //

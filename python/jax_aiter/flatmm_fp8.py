@@ -1,4 +1,7 @@
-"""AITER's FlatMM fp8 block-scale GEMM (``flatmm_fp8``), its weight layout and quantizers.
+"""``flatmm_fp8``: ROCm/jax-aiter's FlatMM fp8 block-scale GEMM (f16 out), a thin wrapper of
+``jax_aiter.gemm_fp8_blockscale`` (the one FP8 block-scale op, custom-call target
+``aiter.gemm_fp8_blockscale``) for people switching from it; the FlatMM weight layout and its
+quantizers.
 
 From a bf16 model in three lines (quantize and lay out the weight once, at load time)::
 
@@ -10,11 +13,14 @@ From a bf16 model in three lines (quantize and lay out the weight once, at load 
 The op: ``out[m, n] = sum over K blocks b of 128: x_scale[b, m] * w_scale[b, n // 128] *
 sum_{k in block b} xq[m, k] * wq[n, k]``, in float32, rounded to f16 once.
 
-Scales. ``x_scale`` is ``[K/128, M]``, K-block-major, exactly as AITER's kernel reads it (one
-value per row and 128-column block of x). Quantizers that make ``[M, K/128]`` (per-token groups,
-as DeepSeek-style recipes do) need a transpose (``x_scale.T``); the op does not guess from the
-shape, which is ambiguous whenever M == K/128. ``w_scale`` is ``[K/128, N/128]`` (one value per
-128 x 128 block of w; ``ceil(N/128)`` columns when the portable tier takes N % 128 != 0).
+Scales, in ROCm/jax-aiter's layouts. ``x_scale`` is ``[K/128, M]``, K-block-major, exactly as
+AITER's kernel reads it (one value per row and 128-column block of x), passed to the kernels as
+it is. Quantizers that make ``[M, K/128]`` (per-token groups, as DeepSeek-style recipes do) need a
+transpose (``x_scale.T``); the op does not guess from the shape, which is ambiguous whenever
+M == K/128. ``w_scale`` is ``[K/128, N/128]`` (one value per 128 x 128 block of w;
+``ceil(N/128)`` columns when the portable tier takes N % 128 != 0): the wrapper transposes it to
+the core's ``b_scale`` ``[ceil(N/128), K/128]`` (the quantized GEMMs' one convention, stated in
+``jax_aiter.quant``), and a plan of AITER's kernel transposes it back into the workspace.
 
 The FlatMM layout (``shuffle_weight(w, "flatmm")``), as AITER's op test for this kernel builds it
 (``w.view(N/16, 16, K/64, 4, 16).permute(0, 2, 3, 1, 4)``; AITER's launcher calls the result
@@ -35,22 +41,20 @@ The FlatMM layout (``shuffle_weight(w, "flatmm")``), as AITER's op test for this
 fp8 format: the hardware decides (``jax_aiter.fp8_dtype()``): gfx942 reads ``float8_e4m3fnuz``,
 NVIDIA ``float8_e4m3fn``; the CPU (host twins) takes either. The quantizers take ``dtype``.
 
-Where it runs: AITER's kernel (gfx942 only) for N % 256 == 0 and K % 128 == 0; our portable
-kernels everywhere else (any M, N % 16 == 0, K % 128 == 0; sm_90, gfx942, gfx950, CPU).
+Where it runs: the core's tiers, with AITER's FlatMM family asked for: AITER's kernel (gfx942
+only) for N % 256 == 0 and K % 128 == 0; our portable kernels everywhere else (any M,
+N % 16 == 0, K % 128 == 0; sm_90, gfx942, gfx950, CPU).
 ``flatmm_fp8`` is an inference op: differentiating through it raises.
 """
 
 from __future__ import annotations
 
-import functools
-
-import jax
 import jax.numpy as jnp
-import numpy as np
 
-from jax_aiter import _call, _partition
-from jax_aiter._call import Dispatch, Static
-from jax_aiter.quant import (ShuffledWeight, blockscale_rule, fp8_dtype, quantize_fp8_per_block,
+from jax_aiter._call import Dispatch
+from jax_aiter.gemm_fp8_blockscale import describe as _describe_core
+from jax_aiter.gemm_fp8_blockscale import gemm_k_block_major
+from jax_aiter.quant import (ShuffledWeight, fp8_dtype, quantize_fp8_per_block,
                              quantize_fp8_per_token_block, register_layout)
 
 # What the package exports from this module (jax_aiter/__init__.py).
@@ -58,6 +62,8 @@ __all__ = ["flatmm_fp8"]
 
 FLATMM_LAYOUT = "flatmm"
 BLOCK = 128  # the scale blocks: 128 columns of K (x), 128 x 128 (w)
+FAMILY = "flatmm"
+_OP = "jax_aiter.flatmm_fp8"
 
 # AITER's FlatMM kernel (hsa/gfx942/flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co).
 AITER_KERNEL = "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32"
@@ -118,43 +124,12 @@ def quantize_weight_blocks(w, dtype=None):
 
 # ---- flatmm_fp8 ------------------------------------------------------------------------------
 
-def _call_flatmm(x, w, x_scale, w_scale, config):
-    kernel, dispatch = config
-    m, n = x.shape[0], w.shape[0]
-    inputs = {"x": x, "w": w, "x_scale": x_scale, "w_scale": w_scale}
-    outputs = {"out": ((m, n), jnp.float16)}
-    attributes = {"w_layout": FLATMM_LAYOUT, "kernel": kernel}
-    if m == 0 or n == 0:  # validated first: bad input is an error whatever its size
-        _call.validate("aiter.flatmm_fp8", inputs=inputs, outputs=outputs, attributes=attributes,
-                       dispatch=dispatch)
-        return jnp.zeros((m, n), jnp.float16)
-    return _call.call("aiter.flatmm_fp8", inputs=inputs, outputs=outputs, attributes=attributes,
-                      dispatch=dispatch)["out"]
-
-
-@_partition.op("aiter.flatmm_fp8",
-               rule=lambda config, shapes: blockscale_rule(shapes, w_scale_k_major=True))
-def _part_flatmm(config, shards, x, w, x_scale, w_scale):
-    return (_call_flatmm(x, w, x_scale, w_scale, config),)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
-def _flatmm(x, w, x_scale, w_scale, config):
-    return _part_flatmm(config.value, x, w, x_scale, w_scale)[0]
-
-
-def _no_grad(*_):
-    raise TypeError("aiter.flatmm_fp8 is an inference op: it has no gradient (differentiate the "
-                    "bf16 model, e.g. jax_aiter.gemm or jnp.dot, instead)")
-
-
-_flatmm.defvjp(lambda x, w, xs, ws, config: _no_grad(), lambda config, res, g: _no_grad())
-
-
 def flatmm_fp8(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None = None,
                dispatch: Dispatch | None = None):
     """Block-scaled fp8 GEMM as f16 (AITER's ``flatmm_a8w8_blockscale_asm`` contract; module
-    docstring for the layouts).
+    docstring for the layouts): ``gemm_fp8_blockscale`` with f16 out, x_scale K-block-major,
+    w_scale transposed to the core's ``[ceil(N/128), K/128]`` and AITER's FlatMM family asked
+    for.
 
     Args:
       xq: fp8 ``[M, K]`` (e4m3fn or e4m3fnuz; the device's: ``fp8_dtype()``), K % 128 == 0.
@@ -167,57 +142,38 @@ def flatmm_fp8(xq, wq: ShuffledWeight, x_scale, w_scale, *, kernel: str | None =
 
       Scale layouts are told apart by shape only: when M == K/128 an untransposed x_scale, and
       when ceil(N/128) == K/128 an untransposed w_scale, has the expected shape and the op cannot
-      tell: the outputs are then silently wrong. One natural layout for every op is planned (the
-      "one shape" refactor); until then this is the caller's to get right.
+      tell: the outputs are then silently wrong. ``gemm_fp8_blockscale`` takes the quantizers'
+      layouts as they come.
       kernel: AITER's kernel by name (there is one, ``AITER_KERNEL``): forces the ASM tier.
       dispatch: which tier runs the call (``jax_aiter.Dispatch``).
     Returns:
       f16 ``[M, N]``.
     """
-    if not isinstance(wq, ShuffledWeight):
-        raise TypeError(
-            "aiter.flatmm_fp8: operand w: expected a ShuffledWeight (jax_aiter.shuffle_weight(w, "
-            f"\"flatmm\")), got {type(wq).__name__}: the kernels read the FlatMM layout, and a "
-            "plain array is taken for an unshuffled weight")
-    if not wq.in_layout(FLATMM_LAYOUT):
-        raise ValueError(f"aiter.flatmm_fp8: operand w: expected a weight in the \"flatmm\" "
-                         f"layout, got one in {wq.layout!r}")
-    xq = jnp.asarray(xq)
-    if xq.ndim != 2 or wq.data.ndim != 2:
-        raise ValueError(f"aiter.flatmm_fp8: expected x [M, K] and w [N, K], got shapes "
-                         f"{xq.shape} and {wq.data.shape}")
-    m, k = xq.shape
-    n = wq.data.shape[0]
-    if k % BLOCK != 0:
-        raise ValueError(f"aiter.flatmm_fp8: operand x: K={k} is not a multiple of 128 (the "
-                         f"scale blocks along K)")
-    kb, nb = k // BLOCK, -(-n // BLOCK)
-    x_scale = jnp.asarray(x_scale)
-    if x_scale.shape != (kb, m):
-        hint = " (it looks like [M, K/128]: pass x_scale.T)" if x_scale.shape == (m, kb) else ""
-        raise ValueError(f"aiter.flatmm_fp8: operand x_scale: expected shape ({kb}, {m}) "
-                         f"([K/128, M]), got {x_scale.shape}{hint}")
-    w_scale = jnp.asarray(w_scale)
-    if w_scale.shape != (kb, nb):
-        raise ValueError(f"aiter.flatmm_fp8: operand w_scale: expected shape ({kb}, {nb}) "
-                         f"([K/128, ceil(N/128)]), got {w_scale.shape}")
-    config = Static((kernel or "", dispatch or Dispatch()))
-    return _flatmm(xq, wq.data, x_scale, w_scale, config)
+    xq, w_scale = jnp.asarray(xq), jnp.asarray(w_scale)
+    if isinstance(wq, ShuffledWeight) and xq.ndim == 2 and wq.data.ndim == 2 and \
+            xq.shape[1] % BLOCK == 0:
+        kb, nb = xq.shape[1] // BLOCK, -(-wq.data.shape[0] // BLOCK)
+        if w_scale.shape != (kb, nb):
+            raise ValueError(f"{_OP}: operand w_scale: expected shape ({kb}, {nb}) "
+                             f"([K/128, ceil(N/128)]), got {w_scale.shape}")
+        w_scale = w_scale.T  # the core's b_scale, [ceil(N/128), K/128]
+    return gemm_k_block_major(xq, wq, x_scale, w_scale, op=_OP,
+                              names=("x", "w", "x_scale", "w_scale"), layouts=(FLATMM_LAYOUT,),
+                              out_dtype=jnp.float16, family=FAMILY, kernel=kernel,
+                              dispatch=dispatch)
 
 
 def describe(m: int, n: int, k: int, dtype: str = "float8_e4m3fnuz",
              kernel: str | None = None) -> tuple[dict, dict]:
-    """The call jax-aiter-plan describes for aiter.flatmm_fp8: operands name -> (dtype, shape),
-    attributes."""
-    kb, nb = k // BLOCK, -(-n // BLOCK)
-    operands = {"x": (dtype, (m, k)), "w": (dtype, (n, k)), "x_scale": ("float32", (kb, m)),
-                "w_scale": ("float32", (kb, nb)), "out": ("float16", (m, n))}
-    return operands, {"w_layout": FLATMM_LAYOUT, "kernel": kernel or ""}
+    """The call jax-aiter-plan describes for flatmm_fp8: aiter.gemm_fp8_blockscale's with f16
+    out and the FlatMM family asked for (operands name -> (dtype, shape), attributes)."""
+    operands, attributes = _describe_core(m, n, k, kernel, None, dtype, "float16", FAMILY)
+    return operands, {**attributes, "b_layout": FLATMM_LAYOUT}
 
 
 def _plan(p, args):
     fp8 = jnp.dtype(fp8_dtype(args.asm_arch or args.arch)).name
-    return ("aiter.flatmm_fp8", *describe(args.m, args.n, args.k, fp8, args.kernel))
+    return ("aiter.gemm_fp8_blockscale", *describe(args.m, args.n, args.k, fp8, args.kernel))
 
 
 # jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,

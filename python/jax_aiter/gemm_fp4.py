@@ -46,7 +46,8 @@ Which B: a ``ShuffledWeight`` in ``FP4_LAYOUT`` (``shuffle_fp4_weight``) runs AI
 ``BpreShuffle`` kernels; a plain uint8 ``[N, K/2]`` array is taken as an unshuffled weight and runs
 AITER's one ``noBpreShuffle_256x256`` kernel (or ours). The type says which, so neither is taken
 for the other. The scales are always read in the ``"e8m0_shuffle"`` layout (both AITER paths);
-``gemm_fp4`` shuffles a plain ``[rows, K/32]`` scale itself and takes a shuffled one as is.
+``gemm_fp4`` shuffles a plain ``[rows, K/32]`` scale itself and takes a shuffled one as is (the
+quantized GEMMs' one convention, ``jax_aiter.quant``: each scale as its quantizer makes it).
 
 Not exposed: AITER's C (bias f32 ``[M, N]``), alpha and beta (AITER's Python documents the bias
 as ``[1, N]`` while the kernel reads ``[M, N]`` rows at out's stride, and AITER's own tests never

@@ -8,7 +8,9 @@ layout and the quantizers are ``jax_aiter.quant``'s)::
     xq, x_scale = quantize_per_token(x)             # x: [..., K] -> int8 [..., K], f32 [..., 1]
     y = gemm_i8(xq, w_i8, x_scale, w_scale, bias)   # bf16 [..., N]
 
-The kernels read the weight in ``I8_LAYOUT``, (16, 16) (``jax_aiter.quant`` draws it);
+Operands and scales follow the quantized GEMMs' one convention (``jax_aiter.quant``: a, b,
+a_scale, b_scale, each scale as its quantizer makes it). The kernels read the weight in
+``I8_LAYOUT``, (16, 16) (``jax_aiter.quant`` draws it);
 ``gemm_i8`` takes nothing but a ``ShuffledWeight`` in it. ``gemm_i8`` is an inference op: it has
 no gradient, and differentiating through it raises.
 """

@@ -1,6 +1,27 @@
 """What the quantized GEMMs need: weight layouts, the pre-shuffled weight type, quantizers, and
 the partitioning rules they share (``gemm_i8`` is in ``jax_aiter.gemm_i8``).
 
+The quantized GEMMs' one convention (``gemm_i8``, ``gemm_fp8_blockscale``, ``gemm_fp4``; stated
+here once, the ops' docstrings point here). Each computes ``out [M, N] = a [M, K] . b [N, K]^T``,
+its operands named ``a, b, a_scale, b_scale``:
+
+- ``a``: the activations ``[..., K]``, row-major (the leading dims are M);
+- ``b``: the weight ``[N, K]`` (FP4: fp4x2 bytes ``[N, K/2]``) in the pre-shuffled layout its
+  kernels read (a ``ShuffledWeight``, below);
+- ``a_scale``: its rows follow a's rows: ``[..., 1]`` per token (INT8), ``[..., K/128]`` per token
+  and 128-column block (FP8: what ``quantize_fp8_per_token_block`` makes), ``[..., K/32]`` e8m0
+  (FP4: ``quantize_mxfp4``);
+- ``b_scale``: one value per row of b, or its rows follow b's rows: ``[1, N]`` per channel
+  (INT8: ``quantize_per_channel``), ``[ceil(N/128), K/128]`` per 128 x 128 block (FP8:
+  ``quantize_fp8_per_block``), ``[N, K/32]`` e8m0 (FP4).
+
+So a scale is passed as its quantizer makes it. Where AITER's kernels read one in another layout
+(the FP8 kernels read a_scale K-block-major, ``[K/128, M]``; FlatMM reads b_scale ``[K/128,
+N/128]``; FP4 reads shuffled scales), the op rearranges it (in the XLA graph, or in its plan's
+workspace), never the caller. ``gemm_fp8_mi350`` and ``flatmm_fp8`` keep ROCm/jax-aiter's names
+and scale layouts (xq, wq, x_scale ``[K/128, M]``, ...) for people switching from it: they are
+thin wrappers of ``gemm_fp8_blockscale``.
+
 Weight layouts. AITER's pre-shuffled GEMMs read B [N, K] in a blocked layout,
 ``shuffle_weight(w, layout=(IN, IK))``: with E = 16 bytes' worth of elements (16 for int8, 8 for
 bf16) and BK = 2 IK, w is viewed as [N/IN, IN, K/BK, BK/E, E] and stored as
@@ -212,18 +233,19 @@ def _check_fp8_blocks(x, br, what):
 def quantize_fp8_per_token_block(x, dtype=None):
     """fp8 per (token, 128-column block) of activations ``x [M, K]`` (K % 128 == 0) ->
     ``(fp8 [M, K], f32 scale [M, K/128])``, x ~= q * scale[m, k // 128]. ``dtype``: the fp8
-    format, default ``fp8_dtype()`` (the device's). The FP8 GEMMs that read the scale
-    K-block-major (``gemm_fp8_mi350``, ``flatmm_fp8``) take ``scale.T``. A block holding a NaN
-    or ±Inf gets scale NaN and q = 0 (``quantize_fp8_blocks``)."""
+    format, default ``fp8_dtype()`` (the device's). ``gemm_fp8_blockscale`` takes the scale as
+    it comes (the module's convention); ROCm/jax-aiter's ``gemm_fp8_mi350`` and ``flatmm_fp8``
+    take ``scale.T``. A block holding a NaN or ±Inf gets scale NaN and q = 0
+    (``quantize_fp8_blocks``)."""
     x = _check_fp8_blocks(x, 1, "quantize_fp8_per_token_block")
     return quantize_fp8_blocks(x, (1, FP8_BLOCK), dtype)
 
 
 def quantize_fp8_per_block(w, dtype=None):
     """fp8 per 128 x 128 block of a weight ``w [N, K]`` (N, K % 128 == 0) -> ``(fp8 [N, K],
-    f32 scale [N/128, K/128])``, w ~= q * scale[n // 128, k // 128]. ``flatmm_fp8`` takes
-    ``scale.T``. A block holding a NaN or ±Inf gets scale NaN and q = 0
-    (``quantize_fp8_blocks``)."""
+    f32 scale [N/128, K/128])``, w ~= q * scale[n // 128, k // 128]: ``gemm_fp8_blockscale``'s
+    b_scale as it comes (ROCm/jax-aiter's ``flatmm_fp8`` takes ``scale.T``). A block holding a
+    NaN or ±Inf gets scale NaN and q = 0 (``quantize_fp8_blocks``)."""
     w = _check_fp8_blocks(w, FP8_BLOCK, "quantize_fp8_per_block")
     return quantize_fp8_blocks(w, (FP8_BLOCK, FP8_BLOCK), dtype)
 
@@ -275,9 +297,9 @@ def weight_factors(m: int, n: int, k: int, n_block: int) -> dict:
             "k": _partition.Factor(k, _partition.REPLICATE)}
 
 
-def blockscale_rule(shapes, *, w_scale_k_major: bool) -> _partition.Rule:
-    """The FP8 block-scale GEMMs: x [M, K], w [N, K], x_scale [K/128, M], w_scale [N/128, K/128]
-    (or [K/128, N/128] when ``w_scale_k_major``); N splits in whole 128-row scale blocks."""
+def blockscale_rule(shapes) -> _partition.Rule:
+    """The FP8 block-scale GEMM as its custom call takes it: a [M, K], b [N, K], a_scale
+    [K/128, M], b_scale [ceil(N/128), K/128]; N splits in whole 128-row scale blocks."""
     x, w, x_scale, w_scale = shapes[:4]
     F, R = _partition.Factor, _partition.REPLICATE
     factors = {"m": F(x[0]), "k": F(x[1], R), "kb": F(x_scale[0], R)}
@@ -285,10 +307,9 @@ def blockscale_rule(shapes, *, w_scale_k_major: bool) -> _partition.Rule:
         factors.update(nb=F(w[0] // FP8_BLOCK), nblk=F(FP8_BLOCK, R))
         wn, sn = ("nb", "nblk"), ("nb",)
     else:  # ceil(N / 128) scale rows: no split lines up with both
-        factors.update(n=F(w[0], R), nbc=F(w_scale[1 if w_scale_k_major else 0], R))
+        factors.update(n=F(w[0], R), nbc=F(w_scale[0], R))
         wn, sn = ("n",), ("nbc",)
-    ws = (("kb",), sn) if w_scale_k_major else (sn, ("kb",))
-    operands = ((("m",), ("k",)), (wn, ("k",)), (("kb",), ("m",)), ws)
+    operands = ((("m",), ("k",)), (wn, ("k",)), (("kb",), ("m",)), (sn, ("kb",)))
     return _partition.Rule(operands, ((("m",), wn),), factors)
 
 

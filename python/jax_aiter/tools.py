@@ -14,6 +14,7 @@
                  [--sk N] [--dv N] [--varlen] [--backward] [--bias] [--dropout P] [--window L,R]
   jax-aiter-plan gemm_i8|gemm_fp8_blockscale|gemm_fp8_mi350|gemm_fp4|flatmm_fp8 --m M --n N --k K
                  --arch gfx950 [--kernel NAME] [--splitk S] [--bias] [--plain-b]
+                 [--out-dtype float16]
   jax-aiter-plan aiter.gemm --call '{"operands": {...}, "attributes": {...}}' --arch gfx950
   jax-aiter-check-aiter /path/to/aiter
 """

@@ -308,7 +308,9 @@ TEST(GemmTiers, PlanToolShowsVerdictsAndTheChosenPlan) {
           "out": {"dtype": "bf16", "shape": [1, 4096]}}, "attributes": {}})";
   auto gfx942 = ja::ffi::plan_json<ops::Gemm>(call, *ja::ffi::plan_target("gfx942", 304));
   ASSERT_TRUE(gfx942.ok()) << gfx942.status().message();
-  EXPECT_NE(gfx942->find(R"("tier": "asm", "verdict": "taken")"), std::string::npos) << *gfx942;
+  EXPECT_NE(gfx942->find(R"("tier": "asm", "family": "bf16gemm", "verdict": "taken")"),
+            std::string::npos)
+      << *gfx942;
   EXPECT_NE(gfx942->find("_ZN5aiter39bf16gemm_fp32bf16_tn_32x64_splitk_cleanE"), std::string::npos);
   EXPECT_NE(gfx942->find(R"("split": 4)"), std::string::npos);
   EXPECT_NE(gfx942->find(R"("memset": {"what": "semaphore", "dst": "workspace.semaphore")"),
@@ -406,7 +408,7 @@ TEST(GemmErrors, AttributesAndTiers) {
                                .with_kernel("bf16gemm_bf16_tn_256x256")
                                .with_tier("asm")
                                .for_arch("gfx942")),
-                    {"asm: the forced kernel is not a bf16gemm row for this arch"}));
+                    {"asm (bf16gemm): the forced kernel is not a bf16gemm row for this arch"}));
   GemmCall f16(8, 64, 64, DType::kF16, DType::kF16, false, 1);
   EXPECT_TRUE(Fails(f16.call(Options().with_tier("asm").for_arch("gfx942")), {"take bf16 inputs"}));
   fake::CallFrame frame = c.frame(Options());

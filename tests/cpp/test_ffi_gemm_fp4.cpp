@@ -428,7 +428,9 @@ TEST(GemmFp4Tiers, PlanToolShowsTheChosenPlan) {
           "out": {"dtype": "bf16", "shape": [32, 4096]}}, "attributes": {"b_layout": "16x16"}})";
   auto gfx950 = ja::ffi::plan_json<ops::GemmFp4>(call, *ja::ffi::plan_target("gfx950", 256));
   ASSERT_TRUE(gfx950.ok()) << gfx950.status().message();
-  EXPECT_NE(gfx950->find(R"("tier": "asm", "verdict": "taken")"), std::string::npos) << *gfx950;
+  EXPECT_NE(gfx950->find(R"("tier": "asm", "family": "f4gemm", "verdict": "taken")"),
+            std::string::npos)
+      << *gfx950;
   EXPECT_NE(gfx950->find("f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256"), std::string::npos)
       << *gfx950;
   EXPECT_NE(gfx950->find(R"("split": 16)"), std::string::npos) << *gfx950;

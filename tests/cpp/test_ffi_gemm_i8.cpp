@@ -336,7 +336,9 @@ TEST(GemmI8Tiers, PlanToolShowsTheChosenPlan) {
           "out": {"dtype": "bf16", "shape": [1, 4096]}}, "attributes": {"b_layout": "16x16"}})";
   auto gfx942 = ja::ffi::plan_json<ops::GemmI8>(call, *ja::ffi::plan_target("gfx942", 304));
   ASSERT_TRUE(gfx942.ok()) << gfx942.status().message();
-  EXPECT_NE(gfx942->find(R"("tier": "asm", "verdict": "taken")"), std::string::npos) << *gfx942;
+  EXPECT_NE(gfx942->find(R"("tier": "asm", "family": "i8gemm", "verdict": "taken")"),
+            std::string::npos)
+      << *gfx942;
   EXPECT_NE(gfx942->find("I8gemm_bf16_perTokenI8_BpreShuffle_160x128"), std::string::npos)
       << *gfx942;
   EXPECT_NE(gfx942->find(R"("split": 8)"), std::string::npos) << *gfx942;
@@ -437,7 +439,7 @@ TEST(GemmI8Errors, LayoutFlagAttributesAndTiers) {
                                .with_kernel("I8gemm_bf16_perTokenI8_BpreShuffle_112x256")
                                .with_tier("asm")
                                .for_arch("gfx950")),
-                    {"asm: the forced kernel is not an i8gemm row for this arch"}));
+                    {"asm (i8gemm): the forced kernel is not an i8gemm row for this arch"}));
   I8Call odd_k(8, 128, 96, false, 1);
   EXPECT_TRUE(Fails(odd_k.call(Options().with_tier("asm").for_arch("gfx950")),
                     {"K = 96 is not a multiple of 128"}));

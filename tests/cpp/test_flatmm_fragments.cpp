@@ -173,7 +173,8 @@ int run_block(int kblocks, uint32_t seed, bool wrong = false) {
 }
 
 TEST(FlatmmFragments, AmdBlockTilesMatchTheEmulatedInstruction) {
-  // The portable tiles (kernels/shared/flatmm_fp8.h) and the twin's 128 x 128 halves: BK 64.
+  // The portable tiles (kernels/shared/gemm_fp8_blockscale.h) and the twin's 128 x 128 halves:
+  // BK 64.
   EXPECT_EQ((run_block<128, 128, 64>(2, 1)), 0);
   EXPECT_EQ((run_block<64, 128, 64>(2, 2)), 0);
   EXPECT_EQ((run_block<32, 128, 64>(1, 3)), 0);

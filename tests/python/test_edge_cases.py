@@ -177,35 +177,37 @@ def test_scale_layout_caveat_is_documented(op):
 # ---- an unknown kernel name is an error naming the knob, under tier auto too -------------------
 
 def _calls(kernel, m=32):
-    """One call of each op that takes `kernel`, with valid operands of m rows."""
+    """One call of each op that takes `kernel`, with valid operands of m rows: (the target whose
+    error names it, the call)."""
     a = jnp.ones((m, 128), jnp.bfloat16)
     xq, wq, xs, ws = _fp8_operands(m)
     a8 = jnp.ones((m, 256), jnp.int8)
     w8 = shuffle_weight(jnp.ones((32, 256), jnp.int8))
     q4, s4 = jax_aiter.quantize_mxfp4(np.ones((m, 128), np.float32))
     w4, t4 = jax_aiter.quantize_mxfp4(np.ones((32, 128), np.float32))
-    return {
-        "aiter.gemm": lambda: jax_aiter.gemm(a, jnp.ones((128, 128), jnp.bfloat16), kernel=kernel),
-        "aiter.gemm_i8": lambda: jax_aiter.gemm_i8(a8, w8, jnp.ones((m, 1)), jnp.ones((1, 32)),
-                                                   kernel=kernel),
-        "aiter.gemm_fp8_blockscale": lambda: jax_aiter.gemm_fp8_blockscale(
-            xq, shuffle_weight(wq), xs, ws, kernel=kernel),
-        "aiter.gemm_fp8_mi350": lambda: jax_aiter.gemm_fp8_mi350(xq, shuffle_weight(wq), xs.T, ws,
-                                                                 kernel=kernel),
-        "aiter.flatmm_fp8": lambda: jax_aiter.flatmm_fp8(xq, shuffle_weight(wq, FLATMM_LAYOUT),
-                                                         xs.T, ws.T, kernel=kernel),
-        "aiter.gemm_fp4": lambda: jax_aiter.gemm_fp4(q4, w4, s4, t4, kernel=kernel),
-    }
+    fp8 = "aiter.gemm_fp8_blockscale"  # gemm_fp8_mi350 and flatmm_fp8 call it
+    return [
+        ("aiter.gemm", lambda: jax_aiter.gemm(a, jnp.ones((128, 128), jnp.bfloat16),
+                                              kernel=kernel)),
+        ("aiter.gemm_i8", lambda: jax_aiter.gemm_i8(a8, w8, jnp.ones((m, 1)), jnp.ones((1, 32)),
+                                                    kernel=kernel)),
+        (fp8, lambda: jax_aiter.gemm_fp8_blockscale(xq, shuffle_weight(wq), xs, ws,
+                                                    kernel=kernel)),
+        (fp8, lambda: jax_aiter.gemm_fp8_mi350(xq, shuffle_weight(wq), xs.T, ws, kernel=kernel)),
+        (fp8, lambda: jax_aiter.flatmm_fp8(xq, shuffle_weight(wq, FLATMM_LAYOUT), xs.T, ws.T,
+                                           kernel=kernel)),
+        ("aiter.gemm_fp4", lambda: jax_aiter.gemm_fp4(q4, w4, s4, t4, kernel=kernel)),
+    ]
 
 
 @pytest.mark.parametrize("m", [32, 0])
 def test_unknown_kernel_name_is_an_error(m):
     # A ValueError at trace time (ops with a workspace, and empty calls), else XLA's error at run
     # time: the same C++ message either way.
-    for op, call in _calls("bogus", m).items():
+    for op, call in _calls("bogus", m):
         with pytest.raises(Exception, match=rf"{op}: attribute kernel: .*got 'bogus'"):
             jax.block_until_ready(call())
-    for op, call in _calls("", m).items():  # the default, "" (the heuristic's), still runs
+    for _, call in _calls("", m):  # the default, "" (the heuristic's), still runs
         jax.block_until_ready(call())
 
 
@@ -217,8 +219,8 @@ def test_forced_knobs_are_never_dropped():
     a16 = jnp.ones((8, 256), jnp.float16)
     b16 = jnp.ones((64, 256), jnp.float16)
     # AITER's BF16 kernels take no f16; the portable tier runs none of AITER's kernels.
-    with pytest.raises(Exception, match=r"no tier runs this call \(asm: .*f16.*; portable: the "
-                                        r"call forces an AITER kernel"):
+    with pytest.raises(Exception, match=r"no tier runs this call \(asm \(bf16gemm\): .*f16.*; "
+                                        r"portable: the call forces an AITER kernel"):
         jax.block_until_ready(jax_aiter.gemm(a16, b16, kernel="bf16gemm_fp32bf16_tn_32x64_"
                                              "splitk_clean", dispatch=Dispatch(asm_arch="gfx942")))
     # A split the portable tier can run exactly is run (f16: the portable tier). K = 2048 cuts into
@@ -262,10 +264,11 @@ def test_empty_quantized_gemms_are_validated_first():
                                          r"f8_e4m3fn\[N,384\]"):
         jax_aiter.gemm_fp8_blockscale(xq_k, shuffle_weight(wq), xs_k,
                                       np.ones((2, 3), np.float32))
-    with pytest.raises(ValueError, match=r"aiter.gemm_fp8_mi350: operand wq: expected "
+    # The wrappers' C++ errors are the core's (its target, its operand names).
+    with pytest.raises(ValueError, match=r"aiter.gemm_fp8_blockscale: operand b: expected "
                                          r"f8_e4m3fn\[N,384\]"):
         jax_aiter.gemm_fp8_mi350(xq_k, shuffle_weight(wq), xs_k.T, np.ones((2, 3), np.float32))
-    with pytest.raises(ValueError, match=r"aiter.flatmm_fp8: operand w: expected "
+    with pytest.raises(ValueError, match=r"aiter.gemm_fp8_blockscale: operand b: expected "
                                          r"f8_e4m3fn\[N,384\]"):
         jax_aiter.flatmm_fp8(xq_k, shuffle_weight(wq, FLATMM_LAYOUT), xs_k.T,
                              np.ones((3, 2), np.float32))

@@ -171,12 +171,12 @@ def test_asm_through_its_twin(m, n, k, kernel):
 
 def test_plan_shows_aiter_kernel_and_grid():
     operands, attrs = describe(300, 512, 640, "float8_e4m3fnuz")
-    plan = jax_aiter.plan("aiter.flatmm_fp8", operands, attrs, "gfx942", 304)
+    plan = jax_aiter.plan("aiter.gemm_fp8_blockscale", operands, attrs, "gfx942", 304)
     assert plan["chosen"]["tier"] == "asm", plan
     text = str(plan)
     assert AITER_KERNEL in text and "'num_tokens'" in text, text
     operands, attrs = describe(300, 272, 640, "float8_e4m3fnuz")
-    plan = jax_aiter.plan("aiter.flatmm_fp8", operands, attrs, "gfx942", 304)
+    plan = jax_aiter.plan("aiter.gemm_fp8_blockscale", operands, attrs, "gfx942", 304)
     assert plan["chosen"]["tier"] == "portable", plan
     assert "N = 272 is not a multiple of 256" in str(plan), plan
 
@@ -220,14 +220,15 @@ def test_errors():
     with pytest.raises(ValueError, match="K=192 is not a multiple of 128"):
         flatmm_fp8(np.zeros((8, 192), dtype), ShuffledWeight(jnp.zeros((256, 192), dtype),
                                                              FLATMM_LAYOUT), xs, ws)
-    # What only C++ checks: dtypes, the layout's multiples, the tiers' gates.
-    with pytest.raises(Exception, match=r"operand x: expected f8_e4m3fn or f8_e4m3fnuz"):
+    # What only C++ checks (the core's, naming its operands): dtypes, the layout's multiples,
+    # the tiers' gates.
+    with pytest.raises(Exception, match=r"operand a: expected f8_e4m3fn or f8_e4m3fnuz"):
         jax.block_until_ready(flatmm_fp8(jnp.asarray(x, jnp.bfloat16), sw, xs, ws))
-    with pytest.raises(Exception, match=r"operand w: expected f8_e4m3"):
+    with pytest.raises(Exception, match=r"operand b: expected f8_e4m3"):
         other = FNUZ if dtype == FN else FN
         bad = ShuffledWeight(jnp.asarray(w).astype(other), FLATMM_LAYOUT)
         jax.block_until_ready(flatmm_fp8(x, bad, xs, ws))
-    with pytest.raises(Exception, match=r"operand x_scale: expected f32\[2,8\]"):
+    with pytest.raises(Exception, match=r"operand a_scale: expected f32\[2,8\]"):
         jax.block_until_ready(flatmm_fp8(x, sw, jnp.asarray(xs, jnp.bfloat16), ws))
     x2, w2, xs2, ws2 = _inputs(rng, 8, 120, 128, dtype)
     with pytest.raises(Exception, match="N=120 is not a multiple of 16"):

@@ -296,7 +296,7 @@ def test_plan_tool_command_line():
                           "--n", "4096", "--k", "4096", "--arch", "gfx950"],
                          capture_output=True, text=True, env=env, check=True).stdout
     plan = json.loads(out)
-    assert plan["tiers"][0] == {"tier": "asm", "verdict": "taken"}
+    assert plan["tiers"][0] == {"tier": "asm", "family": "bf16gemm", "verdict": "taken"}
     launch = plan["chosen"]["plan"]["steps"][1]["launch"]
     assert launch["symbol"] == "_ZN5aiter39bf16gemm_fp32bf16_tn_32x64_splitk_cleanE"
     assert launch["grid"] == [64, 1, 4]

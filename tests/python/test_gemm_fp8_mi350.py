@@ -92,8 +92,8 @@ def _run(xq, wq, xs, ws, dispatch, kernel=None):
 
 def _chosen(m, n, k, dispatch, kernel=None, dtype="float8_e4m3fn"):
     operands, attrs = describe(m, n, k, kernel, dtype)
-    plan = jax_aiter.plan("aiter.gemm_fp8_mi350", operands, {**attrs, **dispatch.attributes()},
-                          "host")
+    plan = jax_aiter.plan("aiter.gemm_fp8_blockscale", operands,
+                          {**attrs, **dispatch.attributes()}, "host")
     launch = plan["chosen"]["plan"]["steps"][0]["launch"]
     return plan["chosen"]["tier"], launch["symbol"], launch["grid"]
 
@@ -241,13 +241,13 @@ def test_errors():
         gemm_fp8_mi350(xq, sw, xs.T, ws)
     with pytest.raises(ValueError, match=r"operand w_scale: expected shape \(2, 4\)"):
         gemm_fp8_mi350(xq, sw, xs, ws.T)
-    # What only C++ checks: dtypes, the forced kernel.
-    with pytest.raises(Exception, match=r"operand xq: expected f8_e4m3fn\[M,K\]"):
+    # What only C++ checks (the core's, naming its operands): dtypes, the forced kernel.
+    with pytest.raises(Exception, match=r"operand a: expected f8_e4m3fn or f8_e4m3fnuz \[M,K\]"):
         jax.block_until_ready(gemm_fp8_mi350(jnp.asarray(xq, jnp.bfloat16), sw, xs, ws))
-    with pytest.raises(Exception, match=r"operand wq: expected f8_e4m3fn\[N,512\]"):
+    with pytest.raises(Exception, match=r"operand b: expected f8_e4m3fn\[N,512\]"):
         bad = ShuffledWeight(jnp.asarray(wq, jnp.float8_e4m3fnuz), MI350_LAYOUT)
         jax.block_until_ready(gemm_fp8_mi350(xq, bad, xs, ws))
-    with pytest.raises(Exception, match=r"operand x_scale: expected f32\[4,32\]"):
+    with pytest.raises(Exception, match=r"operand a_scale: expected f32\[4,32\]"):
         jax.block_until_ready(gemm_fp8_mi350(xq, sw, jnp.asarray(xs, jnp.bfloat16), ws))
     with pytest.raises(Exception, match=r"attribute kernel: .*mi350 kernels.*got 'nope'"):
         jax.block_until_ready(gemm_fp8_mi350(xq, sw, xs, ws, kernel="nope", dispatch=ASM))

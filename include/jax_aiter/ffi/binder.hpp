@@ -162,14 +162,17 @@ struct Handler {
     return {};
   }
 
-  // On the error path only: every tier and why it did not run the call.
+  // On the error path only: every tier (with its AITER family, if any) and why it did not run the
+  // call.
   static Status no_tier(const std::array<Verdict, ops::kTierCount<Op>>& verdicts,
                         const std::array<const Status*, ops::kTierCount<Op>>& missing) {
     const auto names = ops::tier_names<Op>();
+    const auto families = ops::tier_families<Op>();
     std::string why;
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string reason = missing[i] ? missing[i]->message() : verdicts[i].text();
-      why = StrCat(why, i ? "; " : "", names[i], ": ", reason);
+      const std::string family = families[i].empty() ? "" : StrCat(" (", families[i], ")");
+      why = StrCat(why, i ? "; " : "", names[i], family, ": ", reason);
     }
     return Unimplemented(StrCat(Op::kName, ": no tier runs this call (", why, ")"));
   }

@@ -393,8 +393,9 @@ std::string plan_json(const kernels::Plan& plan, const Ranges& ranges) {
 
 }  // namespace describe_detail
 
-// Every tier's verdict for a call on `target` and the plan of the one that runs it, as JSON. The
-// plan of a tier whose kernels are AITER's assumes their code objects are present: a device
+// Every tier's verdict for a call on `target` and the plan of the one that runs it, as JSON (a
+// tier that runs one AITER family's kernels names it: {"tier": "asm", "family": "flatmm", ...}).
+// The plan of a tier whose kernels are AITER's assumes their code objects are present: a device
 // without them passes the call to the next tier (see ffi/binder.hpp).
 template <typename Op>
 Expected<std::string> plan_json(std::string_view call_json, const Target& target) {
@@ -417,6 +418,8 @@ Expected<std::string> plan_json(std::string_view call_json, const Target& target
   Status error;
   ops::for_each_tier<Op>([&](auto i) {
     using T = ops::TierAt<Op, i>;
+    constexpr std::string_view kFamily = ops::tier_family<T>();
+    const std::string family = kFamily.empty() ? "" : StrCat(", \"family\": ", json_quote(kFamily));
     std::string verdict;
     if (taken) {
       verdict = "not reached";
@@ -433,12 +436,12 @@ Expected<std::string> plan_json(std::string_view call_json, const Target& target
       ops::plan_with<T>(p, *t, *d, plan);
       verdict = "taken";
       taken = true;
-      chosen =
-          StrCat("{\"tier\": ", json_quote(T::kName), ", \"arch\": ", json_quote(name(t->arch)),
-                 ", \"compute_units\": ", t->compute_units,
-                 ", \"plan\": ", describe_detail::plan_json(plan, call->ranges()), "}");
+      chosen = StrCat("{\"tier\": ", json_quote(T::kName), family,
+                      ", \"arch\": ", json_quote(name(t->arch)),
+                      ", \"compute_units\": ", t->compute_units,
+                      ", \"plan\": ", describe_detail::plan_json(plan, call->ranges()), "}");
     }
-    tiers = StrCat(tiers, i ? ", " : "", "{\"tier\": ", json_quote(T::kName),
+    tiers = StrCat(tiers, i ? ", " : "", "{\"tier\": ", json_quote(T::kName), family,
                    ", \"verdict\": ", json_quote(verdict), "}");
     return false;
   });

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "jax_aiter/core/status.hpp"
@@ -37,23 +38,52 @@ struct AiterKnobs {
 
 inline constexpr int64_t kAiterMaxSplit = 16;
 
-// The knobs, checked before any tier runs (so a misspelt kernel name never lets another tier
-// answer instead): `kernel` is "" or a row of the family's table, on any arch (whether the row runs
-// on the call's arch is the ASM tier's verdict); `splitk` is 0..16, and a power of two for
-// families that take log2 of it (FP4).
+// An AITER family's name and rows, for the knobs' check: AiterRowsOf{"i8gemm", kAiterI8GemmRows}.
 template <typename Rows>
-Status check_aiter_knobs(std::string_view op, std::string_view family, const Rows& rows,
-                         const AiterKnobs& k, bool powers_of_two = false) {
+struct AiterRowsOf {
+  std::string_view family;
+  const Rows& rows;
+};
+template <typename Rows>
+AiterRowsOf(std::string_view, const Rows&) -> AiterRowsOf<Rows>;
+
+// The knobs, checked before any tier runs (so a misspelt kernel name never lets another tier
+// answer instead): `kernel` is "" or a row of one of the op's families' tables, on any arch
+// (whether the row runs on the call's arch is the ASM tier's verdict); `splitk` is 0..16, and a
+// power of two for families that take log2 of it (FP4).
+template <typename... Rows>
+Status check_aiter_knobs(std::string_view op, const AiterKnobs& k, bool powers_of_two,
+                         const AiterRowsOf<Rows>&... families) {
   if (!k.kernel.empty()) {
     bool known = false;
-    for (const auto& r : rows) known = known || kernels::names(r, k.kernel);
+    (
+        [&] {
+          for (const auto& r : families.rows) known = known || kernels::names(r, k.kernel);
+        }(),
+        ...);
     if (!known) {
+      // "AITER's i8gemm kernels by symbol or short name (e.g. ...)", or for several families
+      // "AITER's kernels by symbol or short name: fp8gemm_blockscale kernels (e.g. ...), ...".
+      std::string which;
+      size_t i = 0;
+      (
+          [&] {
+            const std::string example =
+                StrCat(" (e.g. ", kernels::short_name(*std::begin(families.rows)), ")");
+            which = sizeof...(Rows) == 1
+                        ? StrCat(families.family, " kernels by symbol or short name", example)
+                        : StrCat(which,
+                                 i == 0                     ? "kernels by symbol or short name: "
+                                 : i + 1 == sizeof...(Rows) ? " or "
+                                                            : ", ",
+                                 families.family, " kernels", example);
+            ++i;
+          }(),
+          ...);
       return InvalidArgument(StrCat(op,
                                     ": attribute kernel: expected \"\" (the heuristic's choice) or "
                                     "one of AITER's ",
-                                    family, " kernels by symbol or short name (e.g. ",
-                                    kernels::short_name(*std::begin(rows)), "), got '", k.kernel,
-                                    "'"));
+                                    which, ", got '", k.kernel, "'"));
     }
   }
   if (k.splitk) {
@@ -66,6 +96,13 @@ Status check_aiter_knobs(std::string_view op, std::string_view family, const Row
     }
   }
   return {};
+}
+
+// The knobs of an op with one AITER family.
+template <typename Rows>
+Status check_aiter_knobs(std::string_view op, std::string_view family, const Rows& rows,
+                         const AiterKnobs& k, bool powers_of_two = false) {
+  return check_aiter_knobs(op, k, powers_of_two, AiterRowsOf{family, rows});
 }
 
 // A portable tier's answer to the knobs: it runs none of AITER's kernels, and splits K at most

@@ -14,7 +14,9 @@
 //     go to the earlier row in table order, then to the earlier split.
 //
 // A family (its Params type and row table given to AiterFamily, which supplies Row, kRows and what
-// a family has unless it says otherwise: the messages kNotOnArch and kNotARow, accepts (nothing
+// a family has unless it says otherwise: its name kFamily (AITER's folder name, "bf16gemm"; the
+// tier's label in errors and plans, since an op may have several "asm" tiers), the messages
+// kNotOnArch and kNotARow, accepts (nothing
 // beyond the shape), query (Params' m(), n(), k() and knobs), forced_split, kernel_split (1),
 // auto_row (every row), and a family that never splits: splits {1}, runs only split 1, every row
 // scoring alike):
@@ -84,6 +86,7 @@ struct AiterFamily {
   using Params = ParamsT;
   using Row = std::remove_cvref_t<decltype(Rows[0])>;
   static constexpr auto& kRows = Rows;
+  static constexpr std::string_view kFamily = "";
   static constexpr std::string_view kNotOnArch = "AITER ships this family for another arch";
   static constexpr std::string_view kNotARow =
       "the forced kernel is not one of this family's rows for this arch";
@@ -229,6 +232,7 @@ constexpr Decision<AiterChoice<typename F::Row>> select_aiter(const AiterQuery& 
 template <typename F>
 struct AiterTier {
   static constexpr std::string_view kName = "asm";
+  static constexpr std::string_view kFamily = F::kFamily;
   static constexpr bool kRunsAiterCode = true;
   using Choice = AiterChoice<typename F::Row>;
 

@@ -125,6 +125,27 @@ constexpr std::array<std::string_view, kTierCount<Op>> tier_names() {
   return names;
 }
 
+// The AITER family a tier runs ("" for one that is not a family's): an op may have several "asm"
+// tiers, one per family, which errors and plans tell apart by it.
+template <typename Tier>
+constexpr std::string_view tier_family() {
+  if constexpr (requires { Tier::kFamily; }) {
+    return Tier::kFamily;
+  } else {
+    return {};
+  }
+}
+
+template <typename Op>
+constexpr std::array<std::string_view, kTierCount<Op>> tier_families() {
+  std::array<std::string_view, kTierCount<Op>> families{};
+  for_each_tier<Op>([&](auto i) {
+    families[i] = tier_family<TierAt<Op, i>>();
+    return false;
+  });
+  return families;
+}
+
 // CUs of the part a plan assumes when asm_cus is not given for an emulated arch: MI300X, MI355X.
 constexpr int default_compute_units(Arch a) {
   return a == Arch::kGfx942 ? 304 : a == Arch::kGfx950 ? 256 : 1;
@@ -133,11 +154,16 @@ constexpr int default_compute_units(Arch a) {
 // Checks the dispatch attributes against the op's tiers.
 template <typename Op>
 Status validate_dispatch(const Dispatch& d) {
+  const auto names = tier_names<Op>();
   bool known = d.tier == "auto";
-  for (std::string_view name : tier_names<Op>()) known = known || d.tier == name;
+  for (std::string_view name : names) known = known || d.tier == name;
   if (!known) {
     std::string expected = "auto";
-    for (std::string_view name : tier_names<Op>()) expected = StrCat(expected, ", ", name);
+    for (size_t i = 0; i < names.size(); ++i) {
+      bool listed = false;  // several tiers may share a name (one "asm" per AITER family)
+      for (size_t j = 0; j < i; ++j) listed = listed || names[j] == names[i];
+      if (!listed) expected = StrCat(expected, ", ", names[i]);
+    }
     return InvalidArgument(
         StrCat(Op::kName, ": attribute tier: expected one of ", expected, "; got '", d.tier, "'"));
   }

@@ -38,6 +38,7 @@ namespace jax_aiter::ops {
 
 // AITER's BF16 GEMM family: the facts AiterTier (ops/aiter_tier.hpp) selects and packs with.
 struct AiterBf16Gemm : AiterFamily<GemmParams, kernels::kAiterBf16GemmRows> {
+  static constexpr std::string_view kFamily = "bf16gemm";
   static constexpr std::string_view kNotARow =
       "the forced kernel is not a bf16gemm row for this arch";
   static constexpr int64_t tiles(const Row& r, const AiterQuery& q) {

@@ -51,6 +51,7 @@ namespace jax_aiter::ops {
 // with.
 struct AiterF4Gemm : AiterFamily<GemmFp4Params, kernels::kAiterF4GemmRows> {
   static constexpr std::string_view kNotOnArch = "AITER's FP4 GEMM kernels are gfx950 code only";
+  static constexpr std::string_view kFamily = "f4gemm";
   static constexpr std::string_view kNotARow = "the forced kernel is not an f4gemm row";
 
   static constexpr int log2_of(int64_t s) {

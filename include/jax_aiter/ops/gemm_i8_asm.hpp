@@ -45,6 +45,7 @@ namespace jax_aiter::ops {
 
 // AITER's INT8 GEMM family: the facts AiterTier (ops/aiter_tier.hpp) selects and packs with.
 struct AiterI8Gemm : AiterChunkSplitFamily<GemmI8Params, kernels::kAiterI8GemmRows> {
+  static constexpr std::string_view kFamily = "i8gemm";
   static constexpr std::string_view kNotARow =
       "the forced kernel is not an i8gemm row for this arch";
   static_assert(chunk(4096, 3) == kernels::aiter_i8gemm::split_chunk(4096, 3));

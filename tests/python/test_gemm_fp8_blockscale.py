@@ -201,6 +201,51 @@ def test_every_row_forced_through_its_twin(arch, tm, splitk):
     assert_fp8bs_close(f"{arch} {tm}x128 split {splitk}", out, a, w, sa, sb, steps=splitk or 1)
 
 
+@pytest.mark.parametrize("layout", [FP8BS_LAYOUT, "flatmm"])
+@pytest.mark.parametrize("out_dtype", [jnp.bfloat16, jnp.float16], ids=["bf16", "f16"])
+def test_out_dtype_either_layout_name_and_partial_scale_blocks(layout, out_dtype):
+    """Either out dtype; the FlatMM layout's name for the same bytes; N % 128 != 0 (ceil(N/128)
+    b_scale rows: the portable tier's partial column block)."""
+    rng = np.random.default_rng(17)
+    for n in (256, 144):
+        a, w, sa, _ = _inputs(rng, 33, n, 384, FN)
+        sb = rng.uniform(1e-2, 1, (-(-n // 128), 3)).astype(np.float32)
+        out = gemm_fp8_blockscale(a, shuffle_weight(w, layout), sa, sb, out_dtype=out_dtype)
+        assert out.dtype == out_dtype and out.shape == (33, n)
+        _assert_close_per_row(f"{layout} N={n}", out, a, w, sa, np.repeat(sb, 128, axis=0)[:n])
+
+
+def _assert_close_per_row(what, out, a, w, sa, sb_rows):
+    """assert_fp8bs_close's bound (one rounding), b_scale given per row of b ([N, K/128])."""
+    kb = a.shape[-1] // 128
+    a64 = np.asarray(a).astype(np.float64).reshape(-1, kb, 128)
+    w64 = np.asarray(w).astype(np.float64).reshape(-1, kb, 128)
+    s = np.asarray(sa, np.float64)[:, None, :] * sb_rows[None, :, :]
+    ref = (np.einsum("mbk,nbk->mnb", a64, w64) * s).sum(-1)
+    scale = (np.einsum("mbk,nbk->mnb", np.abs(a64), np.abs(w64)) * s).sum(-1)
+    got = np.asarray(out.astype(jnp.float32), np.float64)
+    bad = ~(np.abs(got - ref) <= U * np.abs(ref) + 2.0**-16 * scale + 1e-30)
+    assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.size} out of tolerance"
+
+
+# f16 out on gfx942: AITER's FlatMM kernel (through its twin), after the plan's scale transpose.
+def test_f16_out_plans_flatmm_on_gfx942():
+    m, n, k = 40, 512, 384
+    operands, attrs = describe(m, n, k, dtype="float8_e4m3fnuz", out_dtype="float16")
+    plan = jax_aiter.plan("aiter.gemm_fp8_blockscale", operands,
+                          {**attrs, **ASM_942.attributes()}, "host")
+    assert (plan["chosen"]["tier"], plan["chosen"]["family"]) == ("asm", "flatmm")
+    symbols = [s["launch"]["symbol"] for s in plan["chosen"]["plan"]["steps"]]
+    assert symbols == ["jax_aiter_gemm_fp8_blockscale_transpose_scales",
+                       "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32"]
+    rng = np.random.default_rng(19)
+    a, w, sa, sb = _inputs(rng, m, n, k, FNUZ)
+    out = gemm_fp8_blockscale(a, shuffle_weight(w, FP8BS_LAYOUT), sa, sb,
+                              out_dtype=jnp.float16, dispatch=ASM_942)
+    assert out.dtype == jnp.float16
+    assert_fp8bs_close("flatmm", out, a, w, sa, sb)
+
+
 def test_three_lines_from_bf16_with_leading_dims_and_vmap():
     rng = np.random.default_rng(5)
     x = jnp.asarray(rng.normal(size=(2, 3, 256)), jnp.bfloat16)
@@ -237,7 +282,7 @@ def test_errors():
         gemm_fp8_blockscale(a, sw, sa.T, sb)
     with pytest.raises(ValueError, match="operand b_scale"):
         gemm_fp8_blockscale(a, sw, sa, sb.T)
-    with pytest.raises(ValueError, match="N and K must be multiples of 128"):
+    with pytest.raises(ValueError, match="operand a: K=96 is not a multiple of 128"):
         gemm_fp8_blockscale(a[:, :96], ShuffledWeight(jnp.asarray(w[:, :96]), FP8BS_LAYOUT),
                             sa, sb)
     # What only C++ checks: dtypes, the forced kernel, the format a tier reads.

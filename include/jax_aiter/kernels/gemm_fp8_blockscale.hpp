@@ -1,0 +1,92 @@
+// ABI of our portable FP8 block-scale GEMM kernels (kernels_co/gemm_fp8_blockscale.kernel.cpp,
+// code object "gemm_fp8_blockscale"): the argument structs field by field as the kernels declare
+// their parameters, and the kernel table, generated from the list the kernel source instantiates
+// (kernels/shared/gemm_fp8_blockscale.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "jax_aiter/kernels/kernel.hpp"
+#include "jax_aiter/kernels/shared/gemm_fp8_blockscale.h"
+
+namespace jax_aiter::kernels {
+
+// out = sum_kb (a[:, kb] . b[:, kb]^T) * a_scale[kb][m] * b_scale[n / 128][kb] as bf16 or f16,
+// one block a BM x BN tile over all of K.
+struct GemmFp8BlockscaleArgs {
+  const void* a;        // fp8 [M, K], rows lda bytes apart
+  const void* b;        // fp8 [N, K] shuffled (16, 16)
+  const void* a_scale;  // f32 [K/128, M]
+  const void* b_scale;  // f32 [ceil(N/128), K/128]
+  void* out;            // bf16 or f16 [M, N] row-major
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t out_f16;  // 1: out is f16, 0: bf16
+  int32_t fnuz;     // 1: the fp8 bytes are e4m3fnuz (read by the host twin; a GPU reads its own)
+};
+static_assert(offsetof(GemmFp8BlockscaleArgs, M) == 40 && sizeof(GemmFp8BlockscaleArgs) == 64);
+
+inline constexpr std::array kGemmFp8BlockscaleFields{
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, a),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, b),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, a_scale),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, b_scale),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, out),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, K),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, lda),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, out_f16),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, fnuz),
+};
+
+// dst[c][r] = src[r][c] for f32 src [rows, cols]: the b_scale AITER's FlatMM kernel reads.
+struct GemmFp8BlockscaleTransposeArgs {
+  const void* src;  // f32 [rows, cols]
+  void* dst;        // f32 [cols, rows]
+  int32_t rows, cols;
+};
+static_assert(sizeof(GemmFp8BlockscaleTransposeArgs) == 24);
+
+inline constexpr std::array kGemmFp8BlockscaleTransposeFields{
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleTransposeArgs, src),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleTransposeArgs, dst),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleTransposeArgs, rows),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleTransposeArgs, cols),
+};
+
+inline constexpr std::string_view kGemmFp8BlockscaleCodeObject = "gemm_fp8_blockscale";
+
+inline constexpr KernelInfo kGemmFp8BlockscaleTranspose{
+    kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_transpose_scales",
+    sizeof(GemmFp8BlockscaleTransposeArgs), kGemmFp8BlockscaleTransposeFields};
+
+struct GemmFp8BlockscaleTile {
+  std::string_view name;
+  int bm, bn, bk, threads;
+  KernelInfo kernel;
+};
+
+namespace gemm_fp8_blockscale_detail {
+// clang-format off
+#define JA_GEMM_FP8_BLOCKSCALE_TILE(name, BM, BN, BK, THREADS)                                  \
+  GemmFp8BlockscaleTile{#name, BM, BN, BK, THREADS,                                             \
+                        KernelInfo{kGemmFp8BlockscaleCodeObject,                                \
+                                   "jax_aiter_gemm_fp8_blockscale_" #name,                      \
+                                   sizeof(GemmFp8BlockscaleArgs), kGemmFp8BlockscaleFields}},
+inline constexpr GemmFp8BlockscaleTile kTiles[] = {
+    JAX_AITER_GEMM_FP8_BLOCKSCALE_TILES(JA_GEMM_FP8_BLOCKSCALE_TILE)};
+#undef JA_GEMM_FP8_BLOCKSCALE_TILE
+// clang-format on
+}  // namespace gemm_fp8_blockscale_detail
+
+// Largest BM first (the portable rule picks the first with BM <= M).
+inline constexpr std::span<const GemmFp8BlockscaleTile> kGemmFp8BlockscaleTiles =
+    gemm_fp8_blockscale_detail::kTiles;
+static_assert(kGemmFp8BlockscaleTiles[0].kernel.symbol == "jax_aiter_gemm_fp8_blockscale_t128x128");
+
+}  // namespace jax_aiter::kernels
