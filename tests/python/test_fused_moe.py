@@ -158,7 +158,12 @@ def test_quantized_modes_match_the_dequantized_model(quant, activation):
     ids, tw = _routing(5, t, e, k)
     got = jax.jit(lambda *a: fused_moe(*a[:5], activation=activation, quant=quant, w1_scale=a[5],
                                        w2_scale=a[6]))(x, q1, q2, tw, ids, s1, s2)
-    _close(got, _model(x, q1, q2, tw, ids, activation, quant, s1, s2), 2e-2)
+    # The activations are quantized twice (x, then a): a value at an 8-bit rounding boundary may
+    # land either way between the device's f32 activation and the model's f64 one. Measured:
+    # 0.2-1.5 % on the CPU, 2.3 % on an H200 (its silu/gelu round differently); skipping the
+    # activations' quantization moves the result 1.7 % (int8) to 4.5 % (fp8) instead.
+    tol = {"int8_per_token": 1e-2, "fp8_per_token": 3e-2, "fp8_blockscale": 3e-2}[quant]
+    _close(got, _model(x, q1, q2, tw, ids, activation, quant, s1, s2), tol)
 
 
 def test_gradients_match_a_jnp_model():
