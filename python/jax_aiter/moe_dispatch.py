@@ -78,6 +78,20 @@ def _axis_size(axis_name) -> int:
 # over the ranks a token went to. `slots` [T, n] (int32, -1 none) says where token t sits in the
 # block for rank d.
 
+def _as_bytes(rows):
+    """fp8 rows travel as uint8: NCCL has no fp8 type, and XLA's all-to-all of fp8 took a slow
+    path on H200s (62 GB/s per GPU against 314 for bf16, jax 0.11.2)."""
+    if rows.dtype.itemsize == 1 and not jnp.issubdtype(rows.dtype, jnp.integer):
+        return jax.lax.bitcast_convert_type(rows, jnp.uint8), rows.dtype
+    return rows, None
+
+
+def _all_to_all(block, axis_name):
+    raw, dtype = _as_bytes(block)
+    out = jax.lax.all_to_all(raw, axis_name, split_axis=0, concat_axis=0)
+    return out if dtype is None else jax.lax.bitcast_convert_type(out, dtype)
+
+
 def _send_impl(rows, slots, axis_name, capacity):
     n = slots.shape[1]
     t = rows.shape[0]
@@ -90,14 +104,13 @@ def _send_impl(rows, slots, axis_name, capacity):
         tok.reshape(-1), mode="drop")
     block = jnp.where((src >= 0)[:, None], rows[jnp.maximum(src, 0)], jnp.zeros((), rows.dtype))
     block = block.reshape(n, capacity, *rows.shape[1:])
-    recv = jax.lax.all_to_all(block, axis_name, split_axis=0, concat_axis=0)
+    recv = _all_to_all(block, axis_name)
     return recv.reshape(n * capacity, *rows.shape[1:])
 
 
 def _back_impl(rows, slots, axis_name, capacity):
     n = slots.shape[1]
-    back = jax.lax.all_to_all(rows.reshape(n, capacity, *rows.shape[1:]), axis_name,
-                              split_axis=0, concat_axis=0)
+    back = _all_to_all(rows.reshape(n, capacity, *rows.shape[1:]), axis_name)
     acc = jnp.zeros((slots.shape[0], *rows.shape[1:]), jnp.float32)
     for d in range(n):  # n is small and static: n gathers of [T, X], no [T, n, X] temporary
         got = back[d][jnp.maximum(slots[:, d], 0)].astype(jnp.float32)

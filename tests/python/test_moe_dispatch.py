@@ -235,3 +235,21 @@ def test_eight_devices():
                          timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "eight devices: ok" in res.stdout
+
+
+def test_fp8_tokens_travel_bit_exact():
+    e, t, k = 8, 8, 2
+    x, ids, w = _routing(4, N, t, e, k)
+    xq = jnp.asarray(x, jnp.float8_e4m3fn)  # moved as bytes (NCCL has no fp8 type)
+
+    def f(x, ids, w):
+        r = moe_dispatch(x, ids, w, num_experts=e, axis_name="ep")
+        return r.x, r.src_rank, r.src_index
+
+    got, src, idx = jax.jit(jax.shard_map(f, mesh=_mesh(), in_specs=(P("ep"),) * 3,
+                                          out_specs=(P("ep"),) * 3))(xq, ids, w)
+    assert got.dtype == jnp.float8_e4m3fn
+    got, src, idx = np.asarray(got.astype(jnp.float32)), np.asarray(src), np.asarray(idx)
+    valid = src >= 0
+    want = np.asarray(xq.astype(jnp.float32))[(src * t + idx)[valid]]
+    np.testing.assert_array_equal(got[valid], want)
