@@ -1,0 +1,22 @@
+# Fused MoE on AITER's one-stage fmoe family (no op line yet: these test the family alone): the
+# ASM tier's selection over a grid of problems against an independent rule, and the family's
+# argument structs against AITER's code objects (check-aiter on an AITER checkout: point
+# JAX_AITER_AITER_ROOT, at configure or run time, at one; without it those cases skip).
+# Included from tests/cpp/CMakeLists.txt.
+
+set(_fmoe_csv ${PROJECT_SOURCE_DIR}/include/jax_aiter/kernels/shared/aiter_fmoe.csv)
+
+jax_aiter_test(test_fused_moe_select)
+target_compile_definitions(test_fused_moe_select PRIVATE JAX_AITER_FMOE_CSV="${_fmoe_csv}"
+                           JAX_AITER_TEST_AITER_ROOT="${JAX_AITER_AITER_ROOT}")
+# Some 700,000 selections per arch: seconds optimised, much longer unoptimised.
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  target_compile_options(test_fused_moe_select PRIVATE -O2)
+endif()
+
+if(JAX_AITER_MSGPACK_INCLUDE_DIR)
+  jax_aiter_test(test_fused_moe_abi)
+  target_include_directories(test_fused_moe_abi SYSTEM PRIVATE ${JAX_AITER_MSGPACK_INCLUDE_DIR})
+  target_compile_definitions(test_fused_moe_abi PRIVATE JAX_AITER_FMOE_CSV="${_fmoe_csv}"
+                             JAX_AITER_TEST_AITER_ROOT="${JAX_AITER_AITER_ROOT}")
+endif()
