@@ -488,6 +488,7 @@ TEST(FmoeSelection, PlansAsAitersLauncherPacks) {
   EXPECT_EQ(a.eDQs.value, uint32_t(h * 4));
   EXPECT_EQ(a.eSMQs.value, uint32_t(i * 4));
   EXPECT_EQ(a.topk.value, uint32_t(k));
+  EXPECT_EQ(a.topk.pad[0], std::byte{L::kFormatFnuz});  // for the twins: a gfx942 plan's fp8
   const Family::Row& r = *d->row;
   EXPECT_EQ(a.ps_deno.value, uint32_t((i + r.sub_n - 1) / r.sub_n));
   if (r.ps) {

@@ -254,6 +254,9 @@ struct AiterFmoe : AiterFamily<FusedMoeParams, kernels::kAiterFmoeRows> {
     a.eDQs = expert_bytes(p.w2_scale);
     a.eSMQs = u32(i * 4);
     a.topk = u32(p.topk);
+    // The fp8 format, for our twins (AITER's kernels read their arch's own).
+    a.topk.pad[0] = std::byte{
+        p.w1.dtype == DType::kF8E4M3FNUZ ? uint8_t{kernels::aiter_fmoe::kFormatFnuz} : uint8_t{0}};
     const Launch l = launch_of(r, i, p.blocks(), t.compute_units);
     a.total_tgs = l.total_tgs;
     a.ps_deno = l.ps_deno;

@@ -91,6 +91,10 @@ JAX_AITER_FMOE_FN long long shuffled_offset(long long n, long long k, long long 
          ((k % kShuffleK) / 16) * (kShuffleN * 16) + (n % kShuffleN) * 16 + k % 16;
 }
 
+// The fp8 format of a plan's operands (a gfx942 plan reads e4m3fnuz, a gfx950 plan e4m3fn), for
+// our twins: in the first pad byte of the topk slot, which AITER's kernels never read.
+inline constexpr int kFormatFnuz = 1;
+
 // The persistent launch of a ps row (asm_fmoe.cu launch_kernel): ps_deno = the inter tiles,
 // total_tgs = the persistent workgroups rounded down to whole multiples of ps_deno.
 JAX_AITER_FMOE_FN unsigned ps_deno(unsigned inter, unsigned sub_n) {
