@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
