@@ -1,0 +1,237 @@
+"""Expert-parallel dispatch/combine (jax_aiter.moe_dispatch) on 4 forced host devices (conftest.py)
+and, in a subprocess, on 8: the received rows against a NumPy model of the routing, round trips
+and gradients against the same MoE computed densely, uneven loads, an expert with no tokens, a
+rank receiving nothing, max_recv overflow (refused, or dropped and counted), bad inputs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jax_aiter import moe_combine, moe_dispatch
+
+N = 4
+pytestmark = pytest.mark.skipif(len(jax.devices()) < N, reason=f"needs {N} devices")
+
+
+def _mesh(n=N):
+    return Mesh(np.array(jax.devices()[:n]), ("ep",))
+
+
+def _routing(seed, n, t, e, k, experts=None):
+    """x [n*T, H], ids [n*T, k] (distinct per token, drawn from `experts`), weights."""
+    rng = np.random.default_rng(seed)
+    pool = np.arange(e) if experts is None else np.asarray(experts)
+    ids = np.stack([rng.choice(pool, size=k, replace=False) for _ in range(n * t)]).astype(np.int32)
+    x = rng.standard_normal((n * t, 32)).astype(np.float32)
+    w = rng.random((n * t, k)).astype(np.float32)
+    return x, ids, w
+
+
+def _dispatch(x, ids, w, e, n=N, **kw):
+    def f(x, ids, w):
+        r = moe_dispatch(x, ids, w, num_experts=e, axis_name="ep", **kw)
+        return r.x, r.ids, r.weights, r.src_rank, r.src_index, r.counts, r.dropped[None]
+    spec = P("ep")
+    return jax.jit(jax.shard_map(f, mesh=_mesh(n), in_specs=(spec, spec, spec),
+                                 out_specs=(spec,) * 7))(x, ids, w)
+
+
+def _model(x, ids, w, e, n, capacity):
+    """NumPy: what each rank receives, block by block, in source token order."""
+    t = x.shape[0] // n
+    per = e // n
+    out = []
+    for r in range(n):
+        rows = []
+        for s in range(n):
+            block = []
+            for i in range(t):
+                tok = s * t + i
+                if any(ids[tok] // per == r) and len(block) < capacity:
+                    mine = ids[tok] // per == r
+                    block.append((s, i, x[tok], np.where(mine, ids[tok], -1),
+                                  np.where(mine, w[tok], 0.0)))
+            rows.append(block)
+        out.append(rows)
+    return out
+
+
+@pytest.mark.parametrize("t,e,k", [(16, 8, 2), (8, 16, 8), (24, 4, 1)])
+def test_received_rows_match_the_routing_model(t, e, k):
+    x, ids, w = _routing(t * 7 + k, N, t, e, k)
+    rx, rids, rw, rsrc, ridx, counts, dropped = map(np.asarray, _dispatch(x, ids, w, e))
+    cap = t  # default max_recv = n * T
+    model = _model(x, ids, w, e, N, cap)
+    for r in range(N):
+        base = r * N * cap
+        for s in range(N):
+            block = model[r][s]
+            assert counts[r * N + s] == len(block)
+            for c in range(cap):
+                row = base + s * cap + c
+                if c < len(block):
+                    src, i, xv, idv, wv = block[c]
+                    assert (rsrc[row], ridx[row]) == (src, i)
+                    np.testing.assert_array_equal(rx[row], xv)
+                    np.testing.assert_array_equal(rids[row], idv)
+                    np.testing.assert_array_equal(rw[row], wv)
+                else:
+                    assert rsrc[row] == -1 and ridx[row] == -1
+                    assert (rids[row] == -1).all() and (rx[row] == 0).all()
+    assert (dropped == 0).all()
+
+
+def _layer(n, e, **kw):
+    scale = jnp.arange(e, dtype=jnp.float32) * 0.25 + 0.5
+
+    def f(x, ids, w):
+        r = moe_dispatch(x, ids, w, num_experts=e, axis_name="ep", **kw)
+        s = jnp.where(r.ids >= 0, scale[jnp.maximum(r.ids, 0)], 0.0)
+        y = jnp.tanh(r.x) * (r.weights * s).sum(-1, keepdims=True)  # each rank's experts
+        return moe_combine(y, r.handle, axis_name="ep")
+
+    def dense(x, ids, w):
+        return jnp.tanh(x) * (w * scale[ids]).sum(-1, keepdims=True)
+
+    sharded = jax.shard_map(f, mesh=_mesh(n), in_specs=(P("ep"),) * 3, out_specs=P("ep"))
+    return sharded, dense
+
+
+@pytest.mark.parametrize("case", ["uniform", "uneven", "expert_without_tokens",
+                                  "rank_receives_nothing", "k1"])
+def test_round_trip_and_gradients(case):
+    e, t, k = 16, 12, 4
+    experts = None
+    if case == "uneven":  # most tokens on rank 0's experts
+        experts = [0, 1, 2, 3, 0, 1, 2, 3, 5, 9]
+    elif case == "expert_without_tokens":
+        experts = [e_ for e_ in range(e) if e_ != 6]
+    elif case == "rank_receives_nothing":  # rank 3 owns experts 12..15: none chosen
+        experts = list(range(12))
+    elif case == "k1":
+        k = 1
+    x, ids, w = _routing(len(case), N, t, e, k, experts)
+    sharded, dense = _layer(N, e)
+    np.testing.assert_allclose(jax.jit(sharded)(x, ids, w), dense(x, ids, w), rtol=1e-5, atol=1e-6)
+
+    def loss(fn):
+        return lambda x, w: jnp.sum(jnp.sin(fn(x, ids, w)) * jnp.arange(x.shape[1]))
+
+    got = jax.jit(jax.grad(loss(sharded), argnums=(0, 1)))(x, w)
+    want = jax.grad(loss(dense), argnums=(0, 1))(x, w)
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g, r, rtol=2e-4, atol=1e-4)  # f32, summed in another order
+
+
+def test_scales_travel_with_the_tokens():
+    e, t, k = 8, 8, 2
+    x, ids, w = _routing(3, N, t, e, k)
+    s = (np.arange(N * t, dtype=np.float32)[:, None] + np.zeros((1, 3), np.float32))
+
+    def f(x, ids, w, s):
+        r = moe_dispatch(x, ids, w, s, num_experts=e, axis_name="ep")
+        return r.scales, r.src_rank, r.src_index
+
+    got_s, src, idx = jax.jit(jax.shard_map(
+        f, mesh=_mesh(), in_specs=(P("ep"),) * 4, out_specs=(P("ep"),) * 3))(x, ids, w, s)
+    got_s, src, idx = map(np.asarray, (got_s, src, idx))
+    valid = src >= 0
+    np.testing.assert_array_equal(got_s[valid, 0], (src * t + idx)[valid])
+    assert (got_s[~valid] == 0).all()
+
+
+def test_overflow_dropped_and_counted():
+    e, t, k = 8, 16, 2
+    x, ids, w = _routing(5, N, t, e, k)
+    cap = 3
+    rx, rids, rw, rsrc, ridx, counts, dropped = map(
+        np.asarray, _dispatch(x, ids, w, e, max_recv=N * cap, on_overflow="drop"))
+    model = _model(x, ids, w, e, N, cap)
+    per = e // N
+    for s in range(N):
+        wanted = [sum(any(ids[s * t + i] // per == r) for i in range(t)) for r in range(N)]
+        assert dropped[s] == sum(max(0, c - cap) for c in wanted)
+    for r in range(N):
+        for s in range(N):
+            assert counts[r * N + s] == len(model[r][s])
+
+
+def test_overflow_refused_with_a_clear_error():
+    e, t, k = 8, 16, 2
+    x, ids, w = _routing(5, N, t, e, k)
+    with pytest.raises(Exception, match="max_recv overflow"):
+        jax.block_until_ready(_dispatch(x, ids, w, e, max_recv=N * 2))
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(num_experts=6), "num_experts: expected a positive multiple of the 4 ranks"),
+    (dict(max_recv=10), "max_recv: expected a positive multiple of the 4 ranks"),
+    (dict(ids_shape=(7, 2)), "operand topk_ids: expected"),
+    (dict(w_shape=(8, 1)), "operand topk_weights: expected shape"),
+    (dict(ids_dtype=np.float32), "operand topk_ids: expected an integer dtype"),
+    (dict(x_shape=(8, 4, 2)), "operand x: expected"),
+    (dict(on_overflow="wrap"), "on_overflow"),
+])
+def test_bad_inputs_are_named(bad, match):
+    t = 8
+    x = np.zeros(bad.pop("x_shape", (t, 4)), np.float32)
+    ids = np.zeros(bad.pop("ids_shape", (t, 2)), bad.pop("ids_dtype", np.int32))
+    w = np.zeros(bad.pop("w_shape", (t, 2)), np.float32)
+    kw = dict(num_experts=8)
+    kw.update(bad)
+
+    def f(x, ids, w):
+        return moe_dispatch(x, ids, w, axis_name="ep", **kw).x
+
+    with pytest.raises(ValueError, match=match):
+        jax.shard_map(f, mesh=_mesh(), in_specs=(P(),) * 3, out_specs=P())(x, ids, w)
+
+
+def test_combine_rejects_a_foreign_handle():
+    def f(y):
+        return moe_combine(y, (jnp.zeros((4, 4), jnp.int32),), axis_name="ep")
+    with pytest.raises(TypeError, match="operand handle: expected the DispatchHandle"):
+        jax.shard_map(f, mesh=_mesh(), in_specs=P(), out_specs=P())(np.zeros((8, 4), np.float32))
+
+
+_EIGHT = textwrap.dedent("""
+    import os
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    import jax, jax.numpy as jnp, numpy as np
+    sys_path = {path!r}
+    import sys; sys.path[:0] = sys_path
+    import test_moe_dispatch as t
+    assert len(jax.devices()) == 8
+    for case, e, k in (("dense", 16, 8), ("sparse", 64, 2)):
+        x, ids, w = t._routing(8, 8, 6, e, k)
+        sharded, dense = t._layer(8, e)
+        np.testing.assert_allclose(jax.jit(sharded)(x, ids, w), dense(x, ids, w), rtol=1e-5,
+                                   atol=1e-6)
+        loss = lambda fn: (lambda x, w: jnp.sum(jnp.sin(fn(x, ids, w))))
+        g = jax.jit(jax.grad(loss(sharded), argnums=(0, 1)))(x, w)
+        r = jax.grad(loss(dense), argnums=(0, 1))(x, w)
+        for a, b in zip(g, r):
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-4)
+    print("eight devices: ok")
+""")
+
+
+def test_eight_devices():
+    if jax.default_backend() != "cpu":
+        pytest.skip("8 forced host devices: the CPU backend's test")
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = _EIGHT.format(path=[here] + sys.path)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "eight devices: ok" in res.stdout
