@@ -1308,4 +1308,3655 @@
     "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x256.co", bf16, blockscaleBf16, g1u1, gelu, \
     0, 0, 1, 0, 1, 1, 32, 256, 0, 436, o_tgs, 0, 1)
 
+#define JAX_AITER_FMOE_ROWS_UNIQUE(X) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenFp8_g1u1_tkw1_silu_1tg_32x64E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_tkw1_silu_1tg_32x64.co", bf16, pertokenFp8, g1u1, silu, \
+    1, 0, 0, 0, 1, 0, 32, 64, 0, 416, o_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenFp8_g1u1_tkw1_gelu_1tg_32x64E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_tkw1_gelu_1tg_32x64.co", bf16, pertokenFp8, g1u1, gelu, \
+    1, 0, 0, 0, 1, 0, 32, 64, 0, 416, o_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x128.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x192.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x320.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x384.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x384.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 384, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x448.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x512.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x128.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x192.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x256.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x384.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x448.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x128.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x192.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x256.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x320.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x384.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x448.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x512.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x128.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x192.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x256.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x384.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x448.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x128.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x192.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x256.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x256.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x320.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x384.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x448.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x512.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x128.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x192.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x384.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x448.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x128.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x192.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x256.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x320.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x384.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x448.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x512.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x128.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x192.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x384.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x448.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter60fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_flat_pf3E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_flat_pf3.co", bf16, \
+    blockscaleFp8, g1u1, silu, 0, 0, 1, 0, 1, 0, 1, 128, 1, 448, r_pad_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_silu_16x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_pf2_16x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter62fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_emsort_16x128_pf3E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_emsort_16x128_pf3.co", bf16, \
+    blockscaleFp8, g1u1, silu, 0, 0, 0, 0, 2, 1, 16, 128, 2, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_silu_16x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_pf2_16x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 2, 1, 32, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 0, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x128.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 0, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x256.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384.co", bf16, blockscaleFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter45fmoe_bf16_blockscaleFp8_g1u1_novs_silu_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_32x384.co", bf16, blockscaleFp8, g1u1, silu, \
+    0, 0, 0, 0, 1, 0, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x384.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 384, 0, 448, o_s_tgs, 0, 1) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_64x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_silu_64x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_64x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_64x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_64x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_64x384.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x384.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_gelu_16x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_pf2_16x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_gelu_16x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_pf2_16x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter44fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 2, 1, 32, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 0, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x128.co", bf16, blockscaleFp8, \
+    g1u1, gelu, 0, 0, 0, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 0, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x256.co", bf16, blockscaleFp8, \
+    g1u1, gelu, 0, 0, 0, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_32x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_32x384.co", bf16, blockscaleFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 1, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter45fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_32x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_32x384.co", bf16, blockscaleFp8, g1u1, gelu, \
+    0, 0, 0, 0, 1, 1, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter40fmoe_bf16_blockscaleFp8_g1u1_gelu_64x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_64x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_64x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter40fmoe_bf16_blockscaleFp8_g1u1_gelu_64x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_gelu_64x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_psx_64x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_64x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_64x384.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x384.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x128.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 1, 128, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x256.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 1, 256, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter55fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_pf3E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_pf3.co", bf16, blockscaleBf16, \
+    g1u1, silu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_silu_16x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_silu_16x128.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter51fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x256E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x256.co", bf16, blockscaleBf16, \
+    g1u1, silu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_silu_16x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_silu_16x256.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter54fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_ps_16x256E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_ps_16x256.co", bf16, blockscaleBf16, \
+    g1u1, silu, 0, 0, 1, 0, 1, 1, 16, 256, 0, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_silu_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_ps_silu_32x128.co", bf16, blockscaleBf16, g1u1, silu, \
+    0, 0, 1, 0, 2, 1, 32, 128, 0, 436, o_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_silu_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_ps_silu_32x256.co", bf16, blockscaleBf16, g1u1, silu, \
+    0, 0, 1, 0, 1, 1, 32, 256, 0, 436, o_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x128.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 1, 128, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x256.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 1, 256, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_gelu_16x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_gelu_16x128.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_gelu_16x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_gelu_16x256.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_gelu_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x128.co", bf16, blockscaleBf16, g1u1, gelu, \
+    0, 0, 1, 0, 2, 1, 32, 128, 0, 436, o_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_gelu_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x256.co", bf16, blockscaleBf16, g1u1, gelu, \
+    0, 0, 1, 0, 1, 1, 32, 256, 0, 436, o_tgs, 0, 1)
+
+#define JAX_AITER_FMOE_ROWS_UNIQUE_GFX942(X) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x128.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x192.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x320.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x384.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x384.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 384, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x448.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x512.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x128.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x192.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x256.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x384.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x448.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x128.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x192.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x256.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x320.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x384.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x448.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x512.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x128.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x192.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x256.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x384.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x448.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x128.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x192.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x256.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x320.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x384.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x448.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x512.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x128.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x192.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x384.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x448.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x128.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x192.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x256.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x320.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x384.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x448.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x512.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x128.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x192.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x384.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x448.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter60fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_flat_pf3E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_flat_pf3.co", bf16, \
+    blockscaleFp8, g1u1, silu, 0, 0, 1, 0, 1, 0, 1, 128, 1, 448, r_pad_tgs, 1, 0) \
+  X(_ZN5aiter62fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_emsort_16x128_pf3E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_emsort_16x128_pf3.co", bf16, \
+    blockscaleFp8, g1u1, silu, 0, 0, 0, 0, 2, 1, 16, 128, 2, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 0, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x128.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 0, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x256.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_silu_64x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_64x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_64x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_psx_64x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 0, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x128.co", bf16, blockscaleFp8, \
+    g1u1, gelu, 0, 0, 0, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 0, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x256.co", bf16, blockscaleFp8, \
+    g1u1, gelu, 0, 0, 0, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 0) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_64x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_64x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_gelu_64x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_psx_64x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 448, o_s_tgs, 1, 0) \
+  X(_ZN5aiter55fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_pf3E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x128_pf3.co", bf16, blockscaleBf16, \
+    g1u1, silu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter51fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x256E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_16x256.co", bf16, blockscaleBf16, \
+    g1u1, silu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 448, r_s_tgs, 1, 0) \
+  X(_ZN5aiter54fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_ps_16x256E, \
+    "fmoe/silu/fmoe_bf16_a16_blockscaleFp8_g1u1_vs_silu_1tg_ps_16x256.co", bf16, blockscaleBf16, \
+    g1u1, silu, 0, 0, 1, 0, 1, 1, 16, 256, 0, 448, r_s_tgs, 1, 0)
+
+#define JAX_AITER_FMOE_ROWS_UNIQUE_GFX950(X) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512.co", bf16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenFp8_g1u1_tkw1_silu_1tg_32x64E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_tkw1_silu_1tg_32x64.co", bf16, pertokenFp8, g1u1, silu, \
+    1, 0, 0, 0, 1, 0, 32, 64, 0, 416, o_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenFp8_g1u1_tkw1_gelu_1tg_32x64E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_tkw1_gelu_1tg_32x64.co", bf16, pertokenFp8, g1u1, gelu, \
+    1, 0, 0, 0, 1, 0, 32, 64, 0, 416, o_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512.co", bf16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x128.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x192.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x256.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x320.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x384.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x448.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_silu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_silu_1tg_ps_32x512.co", fp16, pertokenFp8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter45fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter48fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_smf_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter52fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter55fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_silu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    silu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x128.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x192.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x256.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x320.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x384.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x448.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenFp8_g1u1_vs_tkw1_gelu_1tg_ps_32x512.co", fp16, pertokenFp8, g1u1, \
+    gelu, 1, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x128.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x192.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x320.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x384.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x448.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x512.co", bf16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x128.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x192.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x256.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x384.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x448.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x128.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x192.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x256.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x320.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x384.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x448.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_32x512.co", bf16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_bf16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512.co", bf16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x128.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x192.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x256.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x320.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x384.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x448.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512.co", bf16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512.co", bf16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_bf16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_bf16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512.co", bf16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x128.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x128.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x128.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x192.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x192.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x192.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x256.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x256.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x256.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x256.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x320.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_silu_1tg_32x320.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 0, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x320.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x320.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x384.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x384.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x384.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x448.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x448.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x448.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_32x512.co", fp16, pertokenInt8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_silu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_silu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u1, silu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x128.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x128.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x192.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x192.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x256.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_smf_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x320.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x384.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x384.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x448.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x448.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter53fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter56fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u1_vs_multix_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u1, gelu, 0, 0, 1, 2, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x128.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x192.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x256.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x320.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x384.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x448.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_32x512.co", fp16, pertokenInt8, g1u0, silu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_silu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_silu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u0, silu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512E, \
+    "fmoe/silu/fmoe_fp16_pertokenInt8_g1u0_vs_smf_silu_1tg_32x512.co", fp16, pertokenInt8, g1u0, \
+    silu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x128.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x128.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 128, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x192.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x192.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 192, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x256.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x256.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x320.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x320.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 320, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x384.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x384.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x448.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x448.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 448, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter46fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u0, gelu, \
+    0, 0, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter54fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_32x512.co", fp16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter49fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter57fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_atm_opt_gelu_1tg_ps_32x512.co", fp16, pertokenInt8, \
+    g1u0, gelu, 0, 1, 1, 0, 1, 1, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter50fmoe_fp16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512E, \
+    "fmoe/gelu/fmoe_fp16_pertokenInt8_g1u0_vs_smf_gelu_1tg_32x512.co", fp16, pertokenInt8, g1u0, \
+    gelu, 0, 0, 1, 1, 1, 0, 32, 512, 0, 448, o_tgs, 1, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_silu_16x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_pf2_16x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_silu_16x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_pf2_16x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 2, 1, 32, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 0, 0, 1, 0, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x256.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384.co", bf16, blockscaleFp8, g1u1, silu, \
+    0, 0, 1, 0, 1, 0, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x384.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter45fmoe_bf16_blockscaleFp8_g1u1_novs_silu_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_32x384.co", bf16, blockscaleFp8, g1u1, silu, \
+    0, 0, 0, 0, 1, 0, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_novs_silu_1tg_ps_32x384.co", bf16, blockscaleFp8, \
+    g1u1, silu, 0, 0, 0, 0, 1, 1, 32, 384, 0, 448, o_s_tgs, 0, 1) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_64x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x128.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter46fmoe_bf16_blockscaleFp8_g1u1_vs_ps_silu_64x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x256.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_64x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_64x384.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x384E, \
+    "fmoe/silu/fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_64x384.co", bf16, blockscaleFp8, g1u1, \
+    silu, 0, 0, 1, 0, 1, 1, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_gelu_16x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_pf2_16x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_pf2_gelu_16x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_pf2_16x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter44fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 2, 1, 32, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter49fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_32x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 0, 0, 1, 0, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter52fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_1tg_ps_32x256.co", bf16, blockscaleFp8, \
+    g1u1, gelu, 0, 0, 0, 0, 1, 1, 32, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter43fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_32x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_32x384.co", bf16, blockscaleFp8, g1u1, gelu, \
+    0, 0, 1, 0, 1, 1, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter45fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_32x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_novs_gelu_32x384.co", bf16, blockscaleFp8, g1u1, gelu, \
+    0, 0, 0, 0, 1, 1, 32, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter40fmoe_bf16_blockscaleFp8_g1u1_gelu_64x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x128.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter40fmoe_bf16_blockscaleFp8_g1u1_gelu_64x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x256.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_64x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_64x384.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x384E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleFp8_g1u1_vs_gelu_1tg_ps_64x384.co", bf16, blockscaleFp8, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 1, 64, 384, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x128.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 1, 128, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_silu_1x256.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 1, 256, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_silu_16x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_silu_16x128.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_silu_16x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_silu_16x256.co", bf16, blockscaleBf16, g1u1, \
+    silu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_silu_32x128E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_ps_silu_32x128.co", bf16, blockscaleBf16, g1u1, silu, \
+    0, 0, 1, 0, 2, 1, 32, 128, 0, 436, o_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_silu_32x256E, \
+    "fmoe/silu/fmoe_bf16_blockscaleBf16_g1u1_ps_silu_32x256.co", bf16, blockscaleBf16, g1u1, silu, \
+    0, 0, 1, 0, 1, 1, 32, 256, 0, 436, o_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x128.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 1, 128, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_flat_vs_gelu_1x256.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 1, 256, 1, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_gelu_16x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_gelu_16x128.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 128, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter48fmoe_bf16_blockscaleBf16_g1u1_vs_pf2_gelu_16x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_vs_1tg_gelu_16x256.co", bf16, blockscaleBf16, g1u1, \
+    gelu, 0, 0, 1, 0, 1, 0, 16, 256, 0, 480, o_s_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_gelu_32x128E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x128.co", bf16, blockscaleBf16, g1u1, gelu, \
+    0, 0, 1, 0, 2, 1, 32, 128, 0, 436, o_tgs, 0, 1) \
+  X(_ZN5aiter47fmoe_bf16_blockscaleBf16_g1u1_vs_ps_gelu_32x256E, \
+    "fmoe/gelu/fmoe_bf16_blockscaleBf16_g1u1_ps_gelu_32x256.co", bf16, blockscaleBf16, g1u1, gelu, \
+    0, 0, 1, 0, 1, 1, 32, 256, 0, 436, o_tgs, 0, 1)
+
 // clang-format on
