@@ -24,3 +24,4 @@ jax_aiter_op(flatmm_fp8 KERNELS flatmm_fp8 AITER aiter_flatmm)
 jax_aiter_op(gemm_fp4 KERNELS gemm_fp4 AITER aiter_f4gemm)
 jax_aiter_op(gemm_fp8bs KERNELS gemm_fp8bs AITER aiter_fp8gemm_blockscale)
 jax_aiter_op(moe_routing KERNELS moe_routing)  # AITER's ASM topksoftmax: a tier to come
+jax_aiter_op(fused_moe AITER aiter_fmoe)  # the one-stage fmoe kernels; a portable tier to come

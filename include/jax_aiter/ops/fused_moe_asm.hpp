@@ -23,6 +23,8 @@
 //    (test_fused_moe_select checks it); only the g1u0 pertokenInt8 lists at smf 0 repeat a
 //    (subGU_n, ps) pair (plain vs atm_opt), and no entry reads those with smf 0. Ours keeps the
 //    first in table order on a full tie (rows ordered by atm: plain before atm_opt).
+//  - a forced splitk above 1 is declined (the kernels split nothing; AITER's entry points take no
+//    splitK);
 //  - a forced kernel (AITER's kernelName: symbol or short name) must be a row of the call's list
 //    on the arch (AITER fails otherwise, :304-320). AITER launches it unchecked; ours also
 //    requires it to fit the call (subGU_m == block_m, subGU_n dividing I), to read the sorted
@@ -143,6 +145,9 @@ struct AiterFmoe : AiterFamily<FusedMoeParams, kernels::kAiterFmoeRows> {
       return Verdict::no(
           "AITER ships no fmoe kernels of this quantization, activation and output dtype for "
           "this arch");
+    }
+    if (const auto split = q.knobs.split(); split && *split > 1) {
+      return Verdict::no("AITER's fmoe kernels do not split their GEMMs (splitk {})", *split);
     }
     if (!block_scaled(q.quant) && q.block_m != kernels::aiter_fmoe::kDefaultBlockM) {
       return Verdict::no(

@@ -9,16 +9,19 @@
 // C++ (no HIP, no XLA).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/kernels/shared/aiter_fmoe.h"
+#include "jax_aiter/kernels/shared/moe_routing.h"
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
@@ -29,6 +32,11 @@ namespace jax_aiter::ops {
 inline constexpr std::string_view kFusedMoeName = "aiter.fused_moe";
 
 enum class MoeActivation : uint8_t { kSilu, kGelu };
+// The names the FFI attribute `activation` takes (ffi/spec.hpp), in the enum's order.
+inline constexpr std::array<std::string_view, 2> kMoeActivationNames{"silu", "gelu"};
+constexpr std::span<const std::string_view> attr_names(MoeActivation) {
+  return kMoeActivationNames;
+}
 
 // How x and the weights are quantized (the scales' shapes, T tokens, E experts, I = inter, H =
 // hidden, all f32):
@@ -41,6 +49,10 @@ enum class MoeActivation : uint8_t { kSilu, kGelu };
 //                  (the kernel quantizes it: AITER's "a16" blockscaleBf16 kernels)
 // fp8 is the target arch's format (ops/fp8_format.hpp).
 enum class MoeQuant : uint8_t { kNone, kFp8PerToken, kInt8PerToken, kFp8BlockScale };
+// The names the FFI attribute `quant` takes, in the enum's order.
+inline constexpr std::array<std::string_view, 4> kMoeQuantNames{
+    "none", "fp8_per_token", "int8_per_token", "fp8_block_scale"};
+constexpr std::span<const std::string_view> attr_names(MoeQuant) { return kMoeQuantNames; }
 
 struct FusedMoeParams {
   Tensor x;   // [T, H]
@@ -65,7 +77,7 @@ struct FusedMoeParams {
   // The layout w1 and w2 were shuffled into, as the caller states it (Python's
   // ShuffledWeight.layout): the family's "16x16", so an unshuffled weight cannot pass by accident.
   std::string_view w_layout;
-  AiterKnobs aiter;  // kernel (an fmoe row); splitk must stay unset (the kernels do not split)
+  AiterKnobs aiter;  // kernel (an fmoe row); splitk 0 or 1 only (the ASM tier declines a split)
   // AITER_ENABLE_VSKIP: true (AITER's default) picks among the kernels that skip the padding
   // blocks past num_valid_ids, false among those that do not. A parameter, not the environment.
   bool aiter_vskip = true;
@@ -91,7 +103,9 @@ inline Status check_scale(const std::optional<Tensor>& s, std::string_view name,
     return operand_error(op, name,
                          StrCat("expected ", describe(want), ", got ", s ? describe(*s) : "none"));
   }
-  return s->data != nullptr ? Status{} : operand_error(op, name, "null data pointer");
+  // (An empty one may have no data: an empty problem is answered after every shape is checked.)
+  return s->data != nullptr || s->elements() == 0 ? Status{}
+                                                  : operand_error(op, name, "null data pointer");
 }
 
 inline Status check_no_scale(const std::optional<Tensor>& s, std::string_view name,
@@ -190,10 +204,15 @@ inline Status check(const FusedMoeParams& p) {
     return operand_error(op, "out",
                          StrCat("expected ", name(p.x.dtype), " (like x), got ", describe(p.out)));
   }
-  // The sorted ids hold a token in 24 bits and a top-k slot above it.
-  if (p.topk < 1 || p.topk > e || p.topk > 127) {
+  // The sorted ids hold a token in 24 bits and a top-k slot in the 8 above it, the padding id's
+  // slot being topk itself: at most 255, moe_sorting's limit too (a slot from 128 up sets the
+  // i32's sign bit, as in AITER). AITER's launcher passes topk through unchecked
+  // (asm_fmoe.cu) and its own sort makes such ids (moe_sorting_opus.h widens its mesh from topk
+  // 255 on), so its kernels are fed them; nothing in the packing needs a narrower limit (our
+  // twins read a row's token as its low 24 bits and its weight from sorted_weights).
+  if (p.topk < 1 || p.topk > e || p.topk > kernels::moe_routing::kMaxTopk) {
     return InvalidArgument(
-        StrCat(op, ": attribute topk: expected 1..min(E, 127) (E = ", e, "), got ", p.topk));
+        StrCat(op, ": attribute topk: expected 1..min(E, 255) (E = ", e, "), got ", p.topk));
   }
   if (p.block_m < 1 || p.block_m > 256) {
     return InvalidArgument(StrCat(
