@@ -13,7 +13,9 @@
 #   C++          <family>.rows.h, generated from the CSVs by jax_aiter_rows_header() below and
 #                committed (header-only consumers need no generation step): one X-macro per list,
 #                JAX_AITER_<FAMILY>[_<LIST>]_ROWS(X), which <family>.h includes; host tables and
-#                the kernel sources (clang-22, nvcc) expand it. After editing a CSV, regenerate
+#                the kernel sources (clang-22, nvcc) expand it (a list with two rows of one
+#                symbol on one arch also gets <MACRO>_UNIQUE[_GFX942|_GFX950]: each symbol once,
+#                for the twin sources). After editing a CSV, regenerate
 #                (below) and commit both: configuring warns of a stale header and the test
 #                rows_headers_current fails on one.
 #   CMake        jax_aiter_rows_column() (the code objects jax_aiter_embed_kernels() embeds).
@@ -113,7 +115,42 @@ function(jax_aiter_rows_macro out_var csv)
   set(${out_var} "JAX_AITER_${name}_ROWS" PARENT_SCOPE)
 endfunction()
 
-# The text of <family>.rows.h: one X-macro per CSV, a row per X(...), wrapped within 100 columns.
+# The text of one X-macro `macro` over the rows `indices` of the CSV read into _r (a row per
+# X(...), wrapped within 100 columns), then a blank line.
+function(_jax_aiter_rows_macro_text out_var macro path_column indices)
+  set(text "#define ${macro}(X)")
+  foreach(r IN LISTS indices)
+    # A row: "  X(" cells joined by ", ", broken before a cell that would take the line (with its
+    # ", \" or ") \" ending) past column 100; continuation lines indented by 4.
+    string(APPEND text " \\\n")
+    set(line "  X(")
+    set(i 0)
+    foreach(cell IN LISTS _r_${r})
+      if(i EQUAL path_column)
+        set(cell "\"${cell}\"")
+      endif()
+      if(i GREATER 0)
+        string(LENGTH "${line}, ${cell}" width)
+        if(width GREATER 97)
+          string(APPEND text "${line}, \\\n")
+          set(line "    ${cell}")
+        else()
+          set(line "${line}, ${cell}")
+        endif()
+      else()
+        set(line "${line}${cell}")
+      endif()
+      math(EXPR i "${i} + 1")
+    endforeach()
+    string(APPEND text "${line})")
+  endforeach()
+  string(APPEND text "\n\n")
+  set(${out_var} "${text}" PARENT_SCOPE)
+endfunction()
+
+# The text of <family>.rows.h: one X-macro per CSV, a row per X(...), wrapped within 100 columns;
+# where a CSV has two rows of one symbol on one arch, also its rows with each symbol once
+# (<MACRO>_UNIQUE over both archs, <MACRO>_UNIQUE_GFX942 and _GFX950 per arch).
 function(jax_aiter_rows_header out_var family)
   jax_aiter_rows_files(files "${family}")
   set(source "${family}.csv")
@@ -130,36 +167,62 @@ function(jax_aiter_rows_header out_var family)
     jax_aiter_rows_read(_r "${csv}")
     jax_aiter_rows_macro(macro "${csv}")
     list(FIND _r_COLUMNS code_object path_column)
-    string(APPEND text "#define ${macro}(X)")
+    set(all "")
     if(_r_COUNT GREATER 0)
       math(EXPR last "${_r_COUNT} - 1")
       foreach(r RANGE ${last})
-        # A row: "  X(" cells joined by ", ", broken before a cell that would take the line (with
-        # its ", \" or ") \" ending) past column 100; continuation lines indented by 4.
-        string(APPEND text " \\\n")
-        set(line "  X(")
-        set(i 0)
-        foreach(cell IN LISTS _r_${r})
-          if(i EQUAL path_column)
-            set(cell "\"${cell}\"")
-          endif()
-          if(i GREATER 0)
-            string(LENGTH "${line}, ${cell}" width)
-            if(width GREATER 97)
-              string(APPEND text "${line}, \\\n")
-              set(line "    ${cell}")
-            else()
-              set(line "${line}, ${cell}")
-            endif()
-          else()
-            set(line "${line}${cell}")
-          endif()
-          math(EXPR i "${i} + 1")
-        endforeach()
-        string(APPEND text "${line})")
+        list(APPEND all ${r})
       endforeach()
     endif()
-    string(APPEND text "\n\n")
+    _jax_aiter_rows_macro_text(rows_text "${macro}" "${path_column}" "${all}")
+    string(APPEND text "${rows_text}")
+    # Where a symbol has two rows on one arch (one kernel in two lists), which no preprocessor test
+    # of a row's own columns can tell apart, the rows with each symbol once, for the twin sources
+    # (a code object defines a symbol once): per arch, the first row of each symbol on it; and
+    # over both archs (one sm_90 cubin stands in for both), the first row of each symbol.
+    list(FIND _r_COLUMNS symbol symbol_column)
+    list(FIND _r_COLUMNS on_gfx942 gfx942_column)
+    list(FIND _r_COLUMNS on_gfx950 gfx950_column)
+    if(symbol_column GREATER -1 AND gfx942_column GREATER -1 AND gfx950_column GREATER -1)
+      set(seen "")
+      set(seen_gfx942 "")
+      set(seen_gfx950 "")
+      set(once "")
+      set(once_gfx942 "")
+      set(once_gfx950 "")
+      set(repeated FALSE)
+      foreach(r IN LISTS all)
+        list(GET _r_${r} ${symbol_column} symbol)
+        list(FIND seen ${symbol} at)  # (not IN_LIST: this file also runs as a script)
+        if(at EQUAL -1)
+          list(APPEND seen ${symbol})
+          list(APPEND once ${r})
+        endif()
+        foreach(arch gfx942 gfx950)
+          list(GET _r_${r} ${${arch}_column} built)
+          list(FIND seen_${arch} ${symbol} at)
+          if(built EQUAL 1 AND at GREATER -1)
+            set(repeated TRUE)
+          elseif(built EQUAL 1)
+            list(APPEND seen_${arch} ${symbol})
+            list(APPEND once_${arch} ${r})
+          endif()
+        endforeach()
+      endforeach()
+      if(repeated)
+        foreach(suffix "" _GFX942 _GFX950)
+          string(TOLOWER "${suffix}" arch)
+          string(REPLACE "_" "" arch "${arch}")
+          set(picked "${once}")
+          if(arch)
+            set(picked "${once_${arch}}")
+          endif()
+          _jax_aiter_rows_macro_text(rows_text "${macro}_UNIQUE${suffix}" "${path_column}"
+                                     "${picked}")
+          string(APPEND text "${rows_text}")
+        endforeach()
+      endif()
+    endif()
   endforeach()
   string(APPEND text "// clang-format on\n")
   set(${out_var} "${text}" PARENT_SCOPE)

@@ -24,8 +24,10 @@ GEMMs (``grouped_gemm``: ragged, no padding to a capacity), the activation, and 
 back to the tokens. Per-token modes run their GEMMs on the exact integer / fp8 values in bf16
 (both are exact in bf16) and apply the token and channel scales to the f32 result; the block-scale
 mode runs ``grouped_gemm``'s fp8 block-scale kernels. AITER's fmoe ASM kernels (one-stage
-g1u1 rows, gfx942/gfx950) are their own family (kernels/aiter/fmoe.hpp): not yet wired to this
-function.
+g1u1 rows, gfx942/gfx950; kernels/aiter/fmoe.hpp, python/jax_aiter/_fused_moe_asm.py) run a
+quantized call with pre-shuffled weights (``ShuffledWeight`` in (16, 16)) when the call asks for
+them (``dispatch=Dispatch("asm", arch)``, or ``kernel=``), or on a ROCm device by default; on the
+CPU and on sm_90 they run as their ABI twins.
 
 Gradients: bf16/f16 (``quant=None``) through ``grouped_gemm``'s custom_vjp (dgrad and wgrad as
 grouped GEMMs) and jnp for the rest: x, w1, w2 and topk_weights. Quantized modes raise.
@@ -44,7 +46,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_aiter import _partition
-from jax_aiter._call import Static
+from jax_aiter._call import Dispatch, Static
+from jax_aiter import _fused_moe_asm
+from jax_aiter._fused_moe_asm import add_plan_arguments, asm_fused_moe, describe  # noqa: F401
 from jax_aiter.grouped_gemm import grouped_gemm
 from jax_aiter.quant import FP8_BLOCK, ShuffledWeight, fp8_dtype, unshuffle_weight
 
@@ -237,14 +241,53 @@ def _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_sc
             raise err(name, f"expected f32{list(shape)} for quant={quant!r}, got {got}")
 
 
+# jax-aiter-plan's command for this op (tools.py finds it here): the plan of AITER's tier.
+PLAN_COMMANDS = {"fused_moe": _fused_moe_asm.PLAN_COMMANDS["asm_fused_moe"]}
+
+_ASM_QUANT = {"fp8_per_token": "fp8_per_token", "int8_per_token": "int8_per_token",
+              "fp8_blockscale": "fp8_block_scale"}
+
+
+def _wants_asm(w1, quant, kernel, dispatch) -> bool:
+    if dispatch is not None and dispatch.tier not in ("auto", "asm", "portable"):
+        raise ValueError(f"{_OP}: attribute dispatch.tier: expected 'auto', 'asm' or 'portable', "
+                         f"got {dispatch.tier!r}")
+    if dispatch is not None and dispatch.tier == "portable":
+        if kernel:
+            raise ValueError(f"{_OP}: attribute kernel: an AITER kernel cannot run on the "
+                             f"portable tier (dispatch.tier 'portable')")
+        return False
+    if kernel or (dispatch is not None and dispatch.tier == "asm"):
+        return True
+    return (jax.devices()[0].platform == "rocm" and quant in _ASM_QUANT
+            and isinstance(w1, ShuffledWeight))
+
+
 def fused_moe(x, w1, w2, topk_weights, topk_ids, *, activation: str = "silu", quant=None,
-              w1_scale=None, w2_scale=None):
+              w1_scale=None, w2_scale=None, kernel: str | None = None,
+              dispatch: Dispatch | None = None):
     """The fused MoE layer (module docstring): x [T, H], w1 [E, 2I, H], w2 [E, H, I],
     topk_weights [T, k], topk_ids int [T, k] -> [T, H] in x's dtype.
 
     ``w1``/``w2`` may be ``ShuffledWeight``s (AITER's pre-shuffled layout, what its ASM kernels
     read): the portable tier unshuffles them in the XLA graph first (a copy of the weights per
-    call: keep plain weights where only the portable tier runs)."""
+    call: keep plain weights where only the portable tier runs). ``kernel`` (an fmoe row by name)
+    and ``dispatch`` (``Dispatch("asm", "gfx942")``: AITER's plan, run by its ABI twins off AMD)
+    pick AITER's tier for a quantized call."""
+    if _wants_asm(w1, quant, kernel, dispatch):
+        if quant not in _ASM_QUANT:
+            raise ValueError(f"{_OP}: attribute quant: AITER's fmoe kernels take quantized "
+                             f"weights ({tuple(_ASM_QUANT)}); got {quant!r} (quant=None runs the "
+                             f"portable tier)")
+        for name, w in (("w1", w1), ("w2", w2)):
+            if not isinstance(w, ShuffledWeight):
+                raise TypeError(f"{_OP}: operand {name}: AITER's fmoe kernels read weights "
+                                f"pre-shuffled in (16, 16): expected a ShuffledWeight "
+                                f"(jax_aiter.shuffle_weight(w, (16, 16))), got "
+                                f"{type(w).__name__}")
+        return asm_fused_moe(x, w1, w2, topk_weights, topk_ids, activation=activation,
+                             quant=_ASM_QUANT[quant], w1_scale=w1_scale, w2_scale=w2_scale,
+                             kernel=kernel, dispatch=dispatch or Dispatch("asm"))
     if isinstance(w1, ShuffledWeight):
         w1 = jax.vmap(lambda d: unshuffle_weight(ShuffledWeight(d, w1.layout)))(w1.data)
     if isinstance(w2, ShuffledWeight):

@@ -19,11 +19,14 @@
 //  - an optional input that is absent is passed as a u8[0] buffer (kAbsent; Python's ffi helper
 //    does this), since XLA custom calls have no empty operand slot;
 //  - attributes are looked up by name; one not declared is an error (a typo must not be ignored);
-//    a float accepts F32 or F64 (a Python float is F64), an integer S32 or S64;
+//    a float accepts F32 or F64 (a Python float is F64), an integer S32 or S64; an enum member
+//    (its namespace declaring `attr_names(E)`, the names of values 0, 1, ...) a string naming one
+//    of its values, any other string being an error that lists them;
 //  - the workspace, if any, is the last result: a u8 buffer of at least Op::workspace_bytes.
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -159,7 +162,9 @@ struct AttrSpec {
   std::string_view name;
   AttrType type;
   bool required;
-  void (*set)(P&, const AttrValue&);
+  // Stores the value (of `type`) in the member; an error (without the op's and attribute's names,
+  // which the caller adds) for a value the member cannot take: an enum's unknown name.
+  Status (*set)(P&, const AttrValue&);
 };
 
 namespace spec_detail {
@@ -172,9 +177,18 @@ struct MemberOf<T C::*> {
   using Type = T;
 };
 
+// An enum whose namespace names its values for attributes:
+//   constexpr std::span<const std::string_view> attr_names(E) (value i is named names[i]).
+template <typename T>
+concept NamedEnum = std::is_enum_v<T> && requires(T e) {
+  { attr_names(e) } -> std::convertible_to<std::span<const std::string_view>>;
+};
+
 template <typename T>
 constexpr AttrType attr_type() {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (NamedEnum<T>) {
+    return AttrType::kString;
+  } else if constexpr (std::is_same_v<T, float>) {
     return AttrType::kF32;
   } else if constexpr (std::is_same_v<T, bool>) {
     return AttrType::kBool;
@@ -183,14 +197,30 @@ constexpr AttrType attr_type() {
   } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
     return AttrType::kI64;  // absent unless the call sets it
   } else {
-    static_assert(std::is_same_v<T, int64_t>, "attributes are float, int64_t, bool or string_view");
+    static_assert(std::is_same_v<T, int64_t>,
+                  "attributes are float, int64_t, bool, string_view or a named enum");
     return AttrType::kI64;
   }
 }
 
 template <typename T>
-void store(T& out, const AttrValue& v) {
-  if constexpr (std::is_same_v<T, float>) {
+Status store(T& out, const AttrValue& v) {
+  if constexpr (NamedEnum<T>) {
+    const std::span<const std::string_view> names = attr_names(T{});
+    std::string expected;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == v.text) {
+        out = static_cast<T>(i);
+        return {};
+      }
+      expected = StrCat(expected,
+                        i == 0                  ? ""
+                        : i + 1 == names.size() ? " or "
+                                                : ", ",
+                        "'", names[i], "'");
+    }
+    return InvalidArgument(StrCat("expected ", expected, ", got '", v.text, "'"));
+  } else if constexpr (std::is_same_v<T, float>) {
     out = static_cast<float>(v.number);
   } else if constexpr (std::is_same_v<T, bool>) {
     out = v.flag;
@@ -201,6 +231,7 @@ void store(T& out, const AttrValue& v) {
   } else {
     out = v.integer;
   }
+  return {};
 }
 
 }  // namespace spec_detail
@@ -213,7 +244,7 @@ constexpr auto attr(std::string_view name, bool required = false) {
   using M = spec_detail::MemberOf<decltype(Member)>;
   using P = typename M::Class;
   return AttrSpec<P>{name, spec_detail::attr_type<typename M::Type>(), required,
-                     [](P& p, const AttrValue& v) { spec_detail::store(p.*Member, v); }};
+                     [](P& p, const AttrValue& v) { return spec_detail::store(p.*Member, v); }};
 }
 
 // An attribute filling member `Inner` of the struct member `Outer` (a struct-like attribute set).
@@ -221,8 +252,9 @@ template <auto Outer, auto Inner>
 constexpr auto attr_in(std::string_view name, bool required = false) {
   using P = typename spec_detail::MemberOf<decltype(Outer)>::Class;
   using T = typename spec_detail::MemberOf<decltype(Inner)>::Type;
-  return AttrSpec<P>{name, spec_detail::attr_type<T>(), required,
-                     [](P& p, const AttrValue& v) { spec_detail::store((p.*Outer).*Inner, v); }};
+  return AttrSpec<P>{name, spec_detail::attr_type<T>(), required, [](P& p, const AttrValue& v) {
+                       return spec_detail::store((p.*Outer).*Inner, v);
+                     }};
 }
 
 // The dispatch attributes every op takes.
@@ -335,7 +367,9 @@ struct Spec {
         return InvalidArgument(StrCat(Op::kName, ": attribute ", name, ": expected ",
                                       ffi::name(a->type), ", got ", v.arrived));
       }
-      a->set(p, v);
+      if (Status s = a->set(p, v); !s.ok()) {
+        return InvalidArgument(StrCat(Op::kName, ": attribute ", name, ": ", s.message()));
+      }
       return Status();
     }));
     for (const auto& a : kAttributes) {

@@ -7,7 +7,9 @@
 //  2. the family's gate on the call (K granularity, M limits, ...) and on a forced split;
 //  3. a forced kernel (knobs.kernel): the row of that name on the arch, if it fits the call
 //     (fits), at the forced split or else the family's split for a named row (kernel_split), if
-//     the row runs that split (runs); each failure is the verdict, naming the reason;
+//     the row runs that split (runs); each failure is the verdict, naming the reason (where one
+//     kernel sits in several rows, as the fused-MoE lists share a few, the first row that takes
+//     the call, else the first row's reason);
 //  4. otherwise the heuristic: every row on the arch that fits and that the heuristic may pick
 //     (auto_row), at the forced split or else each of the family's candidate splits (splits) that
 //     the row runs, scored (score); a later (row, split) wins only when strictly better, so ties
@@ -16,10 +18,10 @@
 // A family (its Params type and row table given to AiterFamily, which supplies Row, kRows and what
 // a family has unless it says otherwise: its name kFamily (AITER's folder name, "bf16gemm"; the
 // tier's label in errors and plans, since an op may have several "asm" tiers), the messages
-// kNotOnArch and kNotARow, accepts (nothing
-// beyond the shape), query (Params' m(), n(), k() and knobs), forced_split, kernel_split (1),
-// auto_row (every row), and a family that never splits: splits {1}, runs only split 1, every row
-// scoring alike):
+// kNotOnArch and kNotARow, accepts (nothing beyond the shape), query (Params' m(), n(), k() and
+// knobs; a family whose rule reads more of a call returns a type derived from AiterQuery, which its
+// functions take), forced_split, kernel_split (1), auto_row (every row), and a family that never
+// splits: splits {1}, runs only split 1, every row scoring alike):
 //   struct SomeFamily : AiterFamily<SomeParams, kernels::kAiterSomeRows> {
 //     static constexpr Verdict gate(const AiterQuery&);
 //     static constexpr Verdict fits(const Row&, const AiterQuery&);
@@ -187,23 +189,28 @@ constexpr Verdict aiter_family_on(Arch arch) {
   return Verdict::no(F::kNotOnArch);
 }
 
-// The family's row and split for a query, or why none runs it.
-template <typename F>
-constexpr Decision<AiterChoice<typename F::Row>> select_aiter(const AiterQuery& q) {
+// The family's row and split for a query (AiterQuery, or the family's own query type), or why
+// none runs it.
+template <typename F, typename Q>
+constexpr Decision<AiterChoice<typename F::Row>> select_aiter(const Q& q) {
   using Choice = AiterChoice<typename F::Row>;
   if (const Verdict v = aiter_family_on<F>(q.arch); !v.ok()) return v;
   if (q.compute_units < 1) return Verdict::no("no compute units");
   if (const Verdict v = F::gate(q); !v.ok()) return v;
   const int64_t forced = q.knobs.splitk ? F::forced_split(q) : 0;  // 0: none forced
   if (!q.knobs.kernel.empty()) {
+    Verdict first = Verdict::no(F::kNotARow);  // the first named row's reason
+    bool named = false;
     for (const auto& r : F::kRows) {
       if (!kernels::on(r, q.arch) || !kernels::names(r, q.knobs.kernel)) continue;
-      if (const Verdict v = F::fits(r, q); !v.ok()) return v;
+      Verdict v = F::fits(r, q);
       const int64_t split = forced > 0 ? forced : F::kernel_split(r, q);
-      if (const Verdict v = F::runs(r, q, split); !v.ok()) return v;
-      return Choice{&r, split};
+      if (v.ok()) v = F::runs(r, q, split);
+      if (v.ok()) return Choice{&r, split};
+      if (!named) first = v;
+      named = true;
     }
-    return Verdict::no(F::kNotARow);
+    return first;
   }
   Choice best;
   decltype(F::score(F::kRows[0], q, 1)) best_score{};
@@ -237,16 +244,21 @@ struct AiterTier {
   using Choice = AiterChoice<typename F::Row>;
 
   static Decision<Choice> supports(const typename F::Params& p, const Target& t) {
-    const AiterQuery q = F::query(p, t);
+    const auto q = F::query(p, t);
     if (const Verdict v = aiter_family_on<F>(q.arch); !v.ok()) return v;
     if (const Verdict v = F::accepts(p, t); !v.ok()) return v;
     return select_aiter<F>(q);
   }
 
-  // Packs the choice supports() made, as AITER's launcher packs it.
-  static void plan(const typename F::Params& p, const Target&, const Choice& c,
+  // Packs the choice supports() made, as AITER's launcher packs it (with the target, for a family
+  // whose grid depends on it: the fused-MoE persistent kernels launch a grid per CU).
+  static void plan(const typename F::Params& p, const Target& t, const Choice& c,
                    kernels::Plan& plan) {
-    F::pack(p, c, plan);
+    if constexpr (requires { F::pack(p, t, c, plan); }) {
+      F::pack(p, t, c, plan);
+    } else {
+      F::pack(p, c, plan);
+    }
   }
 };
 

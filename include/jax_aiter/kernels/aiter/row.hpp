@@ -39,10 +39,11 @@ constexpr bool on(const Row& r, Arch a) {
 }
 
 // The name AITER's tuned configs use (kernelName, without the arch prefix): the code object's file
-// name without ".co" ("bf16gemm/bf16gemm_bf16_tn_256x256.co" -> "bf16gemm_bf16_tn_256x256").
+// name without ".co" ("bf16gemm/bf16gemm_bf16_tn_256x256.co" -> "bf16gemm_bf16_tn_256x256";
+// "fmoe/silu/fmoe_..._32x128.co" -> "fmoe_..._32x128").
 constexpr std::string_view short_name(const KernelInfo& k) {
   std::string_view s = k.code_object;
-  s.remove_prefix(s.find('/') + 1);  // npos + 1 == 0: no folder
+  s.remove_prefix(s.rfind('/') + 1);  // npos + 1 == 0: no folder
   return s.ends_with(".co") ? s.substr(0, s.size() - 3) : s;
 }
 template <AiterRow Row>

@@ -505,4 +505,138 @@
   X(bf16, 192, 128, 2, 1, 0, 128, 128, _ZN5aiter38fmha_fwd_hd192_hd128_bf16_causal_groupE, \
     "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1)
 
+#define JAX_AITER_FMHA_V3_FWD_ROWS_UNIQUE(X) \
+  X(bf16, 128, 128, 0, 0, 0, 256, 32, _ZN5aiter24fmha_fwd_hd128_bf16_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtne.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 0, 1, 256, 32, _ZN5aiter24fmha_fwd_hd128_bf16_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtna.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 0, 2, 256, 32, _ZN5aiter23fmha_fwd_hd128_bf16_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtz.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 0, 0, 256, 32, _ZN5aiter31fmha_fwd_hd128_bf16_causal_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtne.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 0, 1, 256, 32, _ZN5aiter31fmha_fwd_hd128_bf16_causal_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtna.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 0, 2, 256, 32, _ZN5aiter30fmha_fwd_hd128_bf16_causal_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtz.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 1, 0, 256, 32, _ZN5aiter30fmha_fwd_hd128_bf16_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtne_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 1, 1, 256, 32, _ZN5aiter30fmha_fwd_hd128_bf16_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtna_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 1, 2, 256, 32, _ZN5aiter29fmha_fwd_hd128_bf16_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtz_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 1, 0, 256, 32, _ZN5aiter37fmha_fwd_hd128_bf16_causal_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtne_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 1, 1, 256, 32, _ZN5aiter37fmha_fwd_hd128_bf16_causal_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtna_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 1, 2, 256, 32, _ZN5aiter36fmha_fwd_hd128_bf16_causal_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtz_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 0, 0, 128, 32, _ZN5aiter28fmha_fwd_hd192x128_bf16_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtne.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 0, 1, 128, 32, _ZN5aiter28fmha_fwd_hd192x128_bf16_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtna.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 0, 2, 128, 32, _ZN5aiter27fmha_fwd_hd192x128_bf16_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtz.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 0, 0, 128, 32, _ZN5aiter35fmha_fwd_hd192x128_bf16_causal_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtne.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 0, 1, 128, 32, _ZN5aiter35fmha_fwd_hd192x128_bf16_causal_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtna.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 0, 2, 128, 32, _ZN5aiter34fmha_fwd_hd192x128_bf16_causal_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 1, 0, 128, 32, _ZN5aiter34fmha_fwd_hd192x128_bf16_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtne_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 1, 1, 128, 32, _ZN5aiter34fmha_fwd_hd192x128_bf16_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtna_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 1, 2, 128, 32, _ZN5aiter33fmha_fwd_hd192x128_bf16_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtz_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 1, 0, 128, 32, _ZN5aiter41fmha_fwd_hd192x128_bf16_causal_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtne_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 1, 1, 128, 32, _ZN5aiter41fmha_fwd_hd192x128_bf16_causal_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtna_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 1, 2, 128, 32, _ZN5aiter40fmha_fwd_hd192x128_bf16_causal_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 0, 0, 256, 64, _ZN5aiter19fmha_fwd_hd128_bf16E, \
+    "fmha_v3_fwd/fwd_hd128_bf16.co", 0, 0, 1) \
+  X(bf16, 128, 128, 2, 0, 0, 256, 64, _ZN5aiter26fmha_fwd_hd128_bf16_causalE, \
+    "fmha_v3_fwd/fwd_hd128_bf16_causal.co", 0, 0, 1) \
+  X(bf16, 128, 128, 0, 1, 0, 256, 64, _ZN5aiter25fmha_fwd_hd128_bf16_groupE, \
+    "fmha_v3_fwd/fwd_hd128_bf16_group.co", 0, 0, 1) \
+  X(bf16, 128, 128, 2, 1, 0, 256, 64, _ZN5aiter32fmha_fwd_hd128_bf16_causal_groupE, \
+    "fmha_v3_fwd/fwd_hd128_bf16_causal_group.co", 0, 0, 1) \
+  X(bf16, 192, 128, 0, 0, 0, 128, 128, _ZN5aiter25fmha_fwd_hd192_hd128_bf16E, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16.co", 0, 0, 1) \
+  X(bf16, 192, 128, 2, 0, 0, 128, 128, _ZN5aiter32fmha_fwd_hd192_hd128_bf16_causalE, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal.co", 0, 0, 1) \
+  X(bf16, 192, 128, 0, 1, 0, 128, 128, _ZN5aiter31fmha_fwd_hd192_hd128_bf16_groupE, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_group.co", 0, 0, 1) \
+  X(bf16, 192, 128, 2, 1, 0, 128, 128, _ZN5aiter38fmha_fwd_hd192_hd128_bf16_causal_groupE, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1)
+
+#define JAX_AITER_FMHA_V3_FWD_ROWS_UNIQUE_GFX942(X) \
+  X(bf16, 128, 128, 0, 0, 0, 256, 32, _ZN5aiter24fmha_fwd_hd128_bf16_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtne.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 0, 1, 256, 32, _ZN5aiter24fmha_fwd_hd128_bf16_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtna.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 0, 2, 256, 32, _ZN5aiter23fmha_fwd_hd128_bf16_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtz.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 0, 0, 256, 32, _ZN5aiter31fmha_fwd_hd128_bf16_causal_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtne.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 0, 1, 256, 32, _ZN5aiter31fmha_fwd_hd128_bf16_causal_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtna.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 0, 2, 256, 32, _ZN5aiter30fmha_fwd_hd128_bf16_causal_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtz.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 1, 0, 256, 32, _ZN5aiter30fmha_fwd_hd128_bf16_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtne_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 1, 1, 256, 32, _ZN5aiter30fmha_fwd_hd128_bf16_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtna_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 0, 1, 2, 256, 32, _ZN5aiter29fmha_fwd_hd128_bf16_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_rtz_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 1, 0, 256, 32, _ZN5aiter37fmha_fwd_hd128_bf16_causal_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtne_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 1, 1, 256, 32, _ZN5aiter37fmha_fwd_hd128_bf16_causal_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtna_group.co", 1, 1, 0) \
+  X(bf16, 128, 128, 2, 1, 2, 256, 32, _ZN5aiter36fmha_fwd_hd128_bf16_causal_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_bf16_causal_rtz_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 0, 0, 128, 32, _ZN5aiter28fmha_fwd_hd192x128_bf16_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtne.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 0, 1, 128, 32, _ZN5aiter28fmha_fwd_hd192x128_bf16_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtna.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 0, 2, 128, 32, _ZN5aiter27fmha_fwd_hd192x128_bf16_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtz.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 0, 0, 128, 32, _ZN5aiter35fmha_fwd_hd192x128_bf16_causal_rtneE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtne.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 0, 1, 128, 32, _ZN5aiter35fmha_fwd_hd192x128_bf16_causal_rtnaE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtna.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 0, 2, 128, 32, _ZN5aiter34fmha_fwd_hd192x128_bf16_causal_rtzE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 1, 0, 128, 32, _ZN5aiter34fmha_fwd_hd192x128_bf16_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtne_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 1, 1, 128, 32, _ZN5aiter34fmha_fwd_hd192x128_bf16_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtna_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 0, 1, 2, 128, 32, _ZN5aiter33fmha_fwd_hd192x128_bf16_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_rtz_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 1, 0, 128, 32, _ZN5aiter41fmha_fwd_hd192x128_bf16_causal_rtne_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtne_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 1, 1, 128, 32, _ZN5aiter41fmha_fwd_hd192x128_bf16_causal_rtna_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtna_group.co", 1, 1, 0) \
+  X(bf16, 192, 128, 2, 1, 2, 128, 32, _ZN5aiter40fmha_fwd_hd192x128_bf16_causal_rtz_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz_group.co", 1, 1, 0)
+
+#define JAX_AITER_FMHA_V3_FWD_ROWS_UNIQUE_GFX950(X) \
+  X(bf16, 128, 128, 0, 0, 0, 256, 64, _ZN5aiter19fmha_fwd_hd128_bf16E, \
+    "fmha_v3_fwd/fwd_hd128_bf16.co", 0, 0, 1) \
+  X(bf16, 128, 128, 2, 0, 0, 256, 64, _ZN5aiter26fmha_fwd_hd128_bf16_causalE, \
+    "fmha_v3_fwd/fwd_hd128_bf16_causal.co", 0, 0, 1) \
+  X(bf16, 128, 128, 0, 1, 0, 256, 64, _ZN5aiter25fmha_fwd_hd128_bf16_groupE, \
+    "fmha_v3_fwd/fwd_hd128_bf16_group.co", 0, 0, 1) \
+  X(bf16, 128, 128, 2, 1, 0, 256, 64, _ZN5aiter32fmha_fwd_hd128_bf16_causal_groupE, \
+    "fmha_v3_fwd/fwd_hd128_bf16_causal_group.co", 0, 0, 1) \
+  X(bf16, 192, 128, 0, 0, 0, 128, 128, _ZN5aiter25fmha_fwd_hd192_hd128_bf16E, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16.co", 0, 0, 1) \
+  X(bf16, 192, 128, 2, 0, 0, 128, 128, _ZN5aiter32fmha_fwd_hd192_hd128_bf16_causalE, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal.co", 0, 0, 1) \
+  X(bf16, 192, 128, 0, 1, 0, 128, 128, _ZN5aiter31fmha_fwd_hd192_hd128_bf16_groupE, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_group.co", 0, 0, 1) \
+  X(bf16, 192, 128, 2, 1, 0, 128, 128, _ZN5aiter38fmha_fwd_hd192_hd128_bf16_causal_groupE, \
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1)
+
 // clang-format on
