@@ -17,7 +17,7 @@ import statistics
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from bench_sharding import timed
 import jax_aiter
@@ -118,7 +118,9 @@ def main():
             continue
         mesh = Mesh(np.array(devs[:n]), ("ep",))
         for t in args.tokens:
-            x, ids, w, s = routing(n, t)
+            # Each rank's tokens on its GPU before timing (else every call first scatters them
+            # from GPU 0, which is what the first version of this benchmark timed).
+            x, ids, w, s = jax.device_put(routing(n, t), NamedSharding(mesh, P("ep")))
             rows = rows_sent(ids, n, t)
             fp8_row = HIDDEN + 4 * HIDDEN // BLOCK
             bf16_row = 2 * HIDDEN

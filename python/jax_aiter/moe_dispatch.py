@@ -78,23 +78,38 @@ def _axis_size(axis_name) -> int:
 # over the ranks a token went to. `slots` [T, n] (int32, -1 none) says where token t sits in the
 # block for rank d.
 
-def _as_bytes(rows):
-    """fp8 rows travel as uint8: NCCL has no fp8 type, and XLA's all-to-all of fp8 took a slow
-    path on H200s (62 GB/s per GPU against 314 for bf16, jax 0.11.2)."""
-    if rows.dtype.itemsize == 1 and not jnp.issubdtype(rows.dtype, jnp.integer):
-        return jax.lax.bitcast_convert_type(rows, jnp.uint8), rows.dtype
-    return rows, None
+def _pack(arrays):
+    """[T, ...] arrays of any dtypes -> one uint8 [T, B] (their bytes side by side) and how to
+    undo it: every field of a token travels in one all-to-all (each collective costs a launch and
+    a rendezvous: five separate ones made the dispatch 4 to 20 x slower than the combine on
+    H200s), and fp8 travels as bytes (NCCL has no fp8 type)."""
+    cols, spec = [], []
+    for a in arrays:
+        flat = a.reshape(a.shape[0], -1)
+        raw = flat if flat.dtype == jnp.uint8 else jax.lax.bitcast_convert_type(flat, jnp.uint8)
+        raw = raw.reshape(a.shape[0], -1)
+        cols.append(raw)
+        spec.append((a.shape[1:], a.dtype, raw.shape[1]))
+    return (cols[0] if len(cols) == 1 else jnp.concatenate(cols, axis=1)), tuple(spec)
 
 
-def _all_to_all(block, axis_name):
-    raw, dtype = _as_bytes(block)
-    out = jax.lax.all_to_all(raw, axis_name, split_axis=0, concat_axis=0)
-    return out if dtype is None else jax.lax.bitcast_convert_type(out, dtype)
+def _unpack(packed, spec):
+    out, at = [], 0
+    for shape, dtype, width in spec:
+        raw = packed[:, at:at + width]
+        at += width
+        size = jnp.dtype(dtype).itemsize
+        if dtype != jnp.uint8:
+            raw = raw.reshape(raw.shape[0], -1, size) if size > 1 else raw
+            raw = jax.lax.bitcast_convert_type(raw, dtype)
+        out.append(raw.reshape(packed.shape[0], *shape))
+    return out
 
 
-def _send_impl(rows, slots, axis_name, capacity):
+def _send_impl(arrays, slots, axis_name, capacity):
+    """Rows of every array in `arrays` ([T, ...]) -> the received [n * capacity, ...] rows."""
     n = slots.shape[1]
-    t = rows.shape[0]
+    t = slots.shape[0]
     # Which token fills row c of the block for rank d: scatter the token indices (cheap), then
     # gather the rows (no scatter of wide data).
     d_idx = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], slots.shape)
@@ -102,33 +117,51 @@ def _send_impl(rows, slots, axis_name, capacity):
     flat_slot = jnp.where(slots >= 0, d_idx * capacity + slots, n * capacity)
     src = jnp.full((n * capacity,), -1, jnp.int32).at[flat_slot.reshape(-1)].set(
         tok.reshape(-1), mode="drop")
-    block = jnp.where((src >= 0)[:, None], rows[jnp.maximum(src, 0)], jnp.zeros((), rows.dtype))
-    block = block.reshape(n, capacity, *rows.shape[1:])
-    recv = _all_to_all(block, axis_name)
-    return recv.reshape(n * capacity, *rows.shape[1:])
+    packed, spec = _pack(arrays)
+    block = jnp.where((src >= 0)[:, None], packed[jnp.maximum(src, 0)], jnp.uint8(0))
+    recv = jax.lax.all_to_all(block.reshape(n, capacity, -1), axis_name, 0, 0)
+    return _unpack(recv.reshape(n * capacity, -1), spec)
 
 
-def _back_impl(rows, slots, axis_name, capacity):
+def _back_impl(arrays, slots, axis_name, capacity):
+    """Received rows of every array ([n * capacity, ...]) -> [T, ...] each, summed (f32) over
+    the ranks each token went to."""
     n = slots.shape[1]
-    back = _all_to_all(rows.reshape(n, capacity, *rows.shape[1:]), axis_name)
-    acc = jnp.zeros((slots.shape[0], *rows.shape[1:]), jnp.float32)
-    for d in range(n):  # n is small and static: n gathers of [T, X], no [T, n, X] temporary
-        got = back[d][jnp.maximum(slots[:, d], 0)].astype(jnp.float32)
-        acc = acc + jnp.where((slots[:, d] >= 0)[:, None], got, 0.0)
-    return acc.astype(rows.dtype)
+    packed, spec = _pack(arrays)
+    back = jax.lax.all_to_all(packed.reshape(n, capacity, -1), axis_name, 0, 0)
+    parts = [_unpack(back[d], spec) for d in range(n)]
+    out = []
+    for i, a in enumerate(arrays):
+        acc = jnp.zeros((slots.shape[0], *a.shape[1:]), jnp.float32)
+        for d in range(n):  # n is small and static: n gathers of [T, X], no [T, n, X] temporary
+            got = parts[d][i][jnp.maximum(slots[:, d], 0)].astype(jnp.float32)
+            ok = (slots[:, d] >= 0).reshape(-1, *([1] * (a.ndim - 1)))
+            acc = acc + jnp.where(ok, got, 0.0)
+        out.append(acc.astype(a.dtype))
+    return out
+
+
+def _differentiable(a) -> bool:
+    return jnp.issubdtype(a.dtype, jnp.floating)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
-def _send(rows, slots, axis_name, capacity):
-    return _send_impl(rows, slots, axis_name, capacity)
+def _send(arrays, slots, axis_name, capacity):
+    return tuple(_send_impl(arrays, slots, axis_name, capacity))
 
 
-def _send_fwd(rows, slots, axis_name, capacity):
-    return _send_impl(rows, slots, axis_name, capacity), slots
+def _send_fwd(arrays, slots, axis_name, capacity):
+    return _send(arrays, slots, axis_name, capacity), (slots, arrays)
 
 
-def _send_bwd(axis_name, capacity, slots, g):
-    return _back_impl(g, slots, axis_name, capacity), np.zeros(slots.shape, jax.dtypes.float0)
+def _send_bwd(axis_name, capacity, res, gs):
+    slots, arrays = res
+    idx = [i for i, a in enumerate(arrays) if _differentiable(a)]
+    back = _back_impl([gs[i] for i in idx], slots, axis_name, capacity) if idx else []
+    grads = [np.zeros(a.shape, jax.dtypes.float0) for a in arrays]
+    for i, g in zip(idx, back):
+        grads[i] = g
+    return tuple(grads), np.zeros(slots.shape, jax.dtypes.float0)
 
 
 _send.defvjp(_send_fwd, _send_bwd)
@@ -136,15 +169,16 @@ _send.defvjp(_send_fwd, _send_bwd)
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
 def _back(rows, slots, axis_name, capacity):
-    return _back_impl(rows, slots, axis_name, capacity)
+    return _back_impl([rows], slots, axis_name, capacity)[0]
 
 
 def _back_fwd(rows, slots, axis_name, capacity):
-    return _back_impl(rows, slots, axis_name, capacity), slots
+    return _back(rows, slots, axis_name, capacity), slots
 
 
 def _back_bwd(axis_name, capacity, slots, g):
-    return _send_impl(g, slots, axis_name, capacity), np.zeros(slots.shape, jax.dtypes.float0)
+    return _send_impl([g], slots, axis_name, capacity)[0], np.zeros(slots.shape,
+                                                                     jax.dtypes.float0)
 
 
 _back.defvjp(_back_fwd, _back_bwd)
@@ -229,18 +263,19 @@ def moe_dispatch(x, topk_ids, topk_weights, scales=None, *, num_experts: int, ax
 
     me = jax.lax.axis_index(axis_name)
     tok = jnp.arange(t, dtype=jnp.int32)[:, None]
-    # Integer rows travel without gradients: ids, source index; +1 so that an empty row reads -1.
+    # Every field of a token in one all-to-all; the integer fields (ids, source index) travel +1
+    # so that an empty row reads -1, and carry no gradient.
     meta = jnp.concatenate([ids + 1, tok + 1], axis=1)
-    recv_meta = _send_impl(meta, slots, axis_name, capacity) - 1
+    fields = (x, topk_weights, meta) + (() if scales is None else (scales,))
+    recv = _send(fields, slots, axis_name, capacity)
+    recv_x, recv_w, recv_meta = recv[0], recv[1], recv[2] - 1
+    recv_s = None if scales is None else recv[3]
     recv_ids, recv_src = recv_meta[:, :-1], recv_meta[:, -1]
-    counts = jax.lax.all_to_all(sent.reshape(n, 1), axis_name, 0, 0).reshape(n)
+    counts = (recv_src >= 0).reshape(n, capacity).sum(axis=1).astype(jnp.int32)
     rows = jnp.arange(n * capacity, dtype=jnp.int32)
     src_rank = jnp.where(recv_src >= 0, rows // capacity, -1)
     mine = (recv_ids >= me * per_rank) & (recv_ids < (me + 1) * per_rank)
-    recv_x = _send(x, slots, axis_name, capacity)
-    recv_w = _send(topk_weights, slots, axis_name, capacity)
     recv_w = jnp.where(mine, recv_w, jnp.zeros((), recv_w.dtype))
-    recv_s = None if scales is None else _send(scales, slots, axis_name, capacity)
     return Dispatched(recv_x, jnp.where(mine, recv_ids, -1), recv_w, recv_s, src_rank, recv_src,
                       counts, dropped, DispatchHandle(slots))
 
