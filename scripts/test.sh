@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh -DJAX_AITER_BUILD_TESTS=ON -DJAX_AITER_BUILD_BENCHMARKS=ON -DJAX_AITER_BUILD_PYTHON=ON \
-  -DJAX_AITER_HIP=ON -DJAX_AITER_GPU_ARCHS="gfx942;gfx950" "$@"
+  -DJAX_AITER_HIP=ON -DJAX_AITER_GPU_ARCHS="gfx942;gfx950" -DJAX_AITER_ROCM_LIB_O0=ON "$@"
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"

@@ -190,7 +190,7 @@ TEST(FusedMoeHandler, EveryBadOperandIsNamed) {
                     {"operand x:", "expected a non-empty problem", "I=0"}));
   // The arch's fp8 format: gfx950 kernels read e4m3fn.
   EXPECT_TRUE(Fails(with([](MoeCall&) {}, "gfx950"),
-                    {"aiter.fused_moe: no tier runs this call (asm:", "e4m3fn"}));
+                    {"aiter.fused_moe: no tier runs this call (asm (fmoe):", "e4m3fn"}));
 }
 
 TEST(FusedMoeHandler, EveryBadAttributeIsNamed) {
@@ -219,7 +219,7 @@ TEST(FusedMoeHandler, EveryBadAttributeIsNamed) {
   EXPECT_TRUE(Fails(with([](MoeCall&) {}, "bogus"),
                     {"attribute kernel: expected \"\"", "fmoe kernels", "got 'bogus'"}));
   EXPECT_TRUE(Fails(with([](MoeCall&) {}, "fmoe_bf16_pertokenInt8_g1u1_vs_silu_1tg_32x256"),
-                    {"asm: the forced kernel is in another AITER list"}));
+                    {"asm (fmoe): the forced kernel is in another AITER list"}));
   MoeCall c(8, 4, 256, 256, true);
   fake::CallFrame missing = c.frame("gfx942");
   missing.remove_attr("quant");
@@ -232,7 +232,7 @@ TEST(FusedMoeHandler, EveryBadAttributeIsNamed) {
   fake::CallFrame split = c.frame("gfx942");
   split.attr("splitk", int64_t{2});
   EXPECT_TRUE(Fails(fake::call(test_fused_moe_cpu, split),
-                    {"asm: AITER's fmoe kernels do not split their GEMMs (splitk 2)"}));
+                    {"asm (fmoe): AITER's fmoe kernels do not split their GEMMs (splitk 2)"}));
   fake::CallFrame unknown = c.frame("gfx942");
   unknown.attr("block_size", int64_t{32});
   EXPECT_TRUE(Fails(fake::call(test_fused_moe_cpu, unknown),
