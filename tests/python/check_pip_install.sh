@@ -8,15 +8,17 @@
 #      with jax/jaxlib 0.9.2, and each runs rms_norm, gemm and both console scripts;
 #   (`pip install --no-build-isolation .` compiles against the environment's jaxlib headers, as the
 #   main build does with FindXlaFfi: not built a second time here, for CI's time.)
-# GPU libraries are left out (no GPU archs, no HIP) and the handlers are compiled at -O0 (the
-# tests' sizes are tiny): this checks packaging, not kernels or their speed.
+# GPU libraries are left out (no GPU archs, no HIP), the handlers are compiled at -O0 (the tests'
+# sizes are tiny) and only for the two ops the smoke test calls (JAX_AITER_PYTHON_OPS): this checks
+# packaging, not kernels or their speed.
 # Usage: check_pip_install.sh <python> <source dir> <scratch dir>
 set -euo pipefail
 python=$1 src=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
 no_gpu=(-C cmake.define.JAX_AITER_GPU_ARCHS= -C cmake.define.JAX_AITER_HIP=OFF
-        -C cmake.define.CMAKE_CXX_FLAGS_RELEASE=-O0)
+        -C cmake.define.CMAKE_CXX_FLAGS_RELEASE=-O0
+        -C "cmake.define.JAX_AITER_PYTHON_OPS=rmsnorm;gemm")
 pip_q=(-q --disable-pip-version-check)
 
 smoke() {  # smoke <venv> <what>
