@@ -50,56 +50,33 @@ from jax_aiter._call import Dispatch, Static
 from jax_aiter import _fused_moe_asm
 from jax_aiter._fused_moe_asm import add_plan_arguments, asm_fused_moe, describe  # noqa: F401
 from jax_aiter.grouped_gemm import grouped_gemm
-from jax_aiter.quant import FP8_BLOCK, ShuffledWeight, fp8_dtype, unshuffle_weight
+from jax_aiter.quant import (FP8_BLOCK, ShuffledWeight, fp8_dtype, quantize_fp8_blocks,
+                             quantize_fp8_per_token_block, quantize_per_token, unshuffle_weight)
 
 __all__ = ["fused_moe"]
 
 _OP = "jax_aiter.fused_moe"
 _QUANTS = (None, "fp8_per_token", "int8_per_token", "fp8_blockscale")
 _ACTS = ("silu", "gelu")
-_I8_MAX = 127.0
 
 
 def _act(name, g):
     return jax.nn.silu(g) if name == "silu" else jax.nn.gelu(g, approximate=False)
 
 
-# ---- activation quantizers (the kernels' on-the-fly quantization) ------------------------------
-
-def _per_row(x, kind):
-    """x [M, K] -> (q, scale [M, 1]): symmetric per row, fp8 (cast) or int8 (round)."""
-    xf = x.astype(jnp.float32)
-    amax = jnp.max(jnp.abs(xf), axis=-1, keepdims=True)
-    if kind == "int8":
-        scale = jnp.where(amax > 0, amax / _I8_MAX, 1.0)
-        return jnp.clip(jnp.round(xf / scale), -_I8_MAX, _I8_MAX).astype(jnp.int8), scale
-    dt = fp8_dtype()
-    fmax = float(jnp.finfo(dt).max)
-    scale = jnp.where(amax > 0, amax / fmax, 1.0)
-    return jnp.clip(xf / scale, -fmax, fmax).astype(dt), scale
-
-
-def _per_block(x):
-    """x [M, K] -> (fp8, scale [M, K/128]) per (row, 128 columns)."""
-    m, k = x.shape
-    xb = x.astype(jnp.float32).reshape(m, k // FP8_BLOCK, FP8_BLOCK)
-    dt = fp8_dtype()
-    fmax = float(jnp.finfo(dt).max)
-    amax = jnp.max(jnp.abs(xb), axis=-1, keepdims=True)
-    scale = jnp.where(amax > 0, amax / fmax, 1.0)
-    q = jnp.clip(xb / scale, -fmax, fmax).astype(dt).reshape(m, k)
-    return q, scale.reshape(m, k // FP8_BLOCK)
-
-
-def _gemm(rows, w, w_scale, group_sizes, quant, out_dtype):
-    """One grouped GEMM of the layer: rows [M, K] (bf16/f16) by w [G, N, K] -> f32 [M, N]."""
+def _gemm(rows, w, w_scale, group_sizes, quant):
+    """One grouped GEMM of the layer: rows [M, K] (bf16/f16) by w [G, N, K] -> f32 [M, N]. The
+    activations are quantized on the fly with the package's quantizers (jax_aiter.quant)."""
     if quant is None:
         return grouped_gemm(rows, w, group_sizes, out_dtype=jnp.float32)
     if quant == "fp8_blockscale":
-        q, s = _per_block(rows)
+        q, s = quantize_fp8_per_token_block(rows)
         return grouped_gemm(q, w, group_sizes, x_scale=s, w_scale=w_scale,
                             out_dtype=jnp.bfloat16).astype(jnp.float32)
-    q, s = _per_row(rows, "int8" if quant == "int8_per_token" else "fp8")
+    if quant == "int8_per_token":
+        q, s = quantize_per_token(rows)
+    else:  # fp8 per token: one block of the whole row
+        q, s = quantize_fp8_blocks(rows, (1, rows.shape[1]))
     # int8 and fp8 e4m3 values are exact in bf16: the bf16 GEMM sums the true products in f32.
     acc = grouped_gemm(q.astype(jnp.bfloat16), w.astype(jnp.bfloat16), group_sizes,
                        out_dtype=jnp.float32)
@@ -129,11 +106,11 @@ def _layer(x, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, expert_lo, act
     rows = x[token]
     expert_of_row = jnp.minimum(key[order], e_local - 1)
     per_channel = quant in ("fp8_per_token", "int8_per_token")
-    hid = _gemm(rows, w1, w1_scale, group_sizes, quant, x.dtype)
+    hid = _gemm(rows, w1, w1_scale, group_sizes, quant)
     if per_channel:
         hid = _channel_scale(hid, w1_scale, expert_of_row)
     a = (_act(activation, hid[:, :inter]) * hid[:, inter:]).astype(x.dtype)
-    o = _gemm(a, w2, w2_scale, group_sizes, quant, x.dtype)
+    o = _gemm(a, w2, w2_scale, group_sizes, quant)
     if per_channel:
         o = _channel_scale(o, w2_scale, expert_of_row)
     w = jnp.where(valid[order], topk_weights.reshape(-1)[order].astype(jnp.float32), 0.0)

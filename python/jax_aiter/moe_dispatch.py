@@ -151,14 +151,14 @@ def _send(arrays, slots, axis_name, capacity):
 
 
 def _send_fwd(arrays, slots, axis_name, capacity):
-    return _send(arrays, slots, axis_name, capacity), (slots, arrays)
+    return _send(arrays, slots, axis_name, capacity), slots  # the routing only: not x itself
 
 
-def _send_bwd(axis_name, capacity, res, gs):
-    slots, arrays = res
-    idx = [i for i, a in enumerate(arrays) if _differentiable(a)]
+def _send_bwd(axis_name, capacity, slots, gs):
+    # A received field's cotangent has its dtype: float0 for the integer fields.
+    idx = [i for i, g in enumerate(gs) if _differentiable(g)]
     back = _back_impl([gs[i] for i in idx], slots, axis_name, capacity) if idx else []
-    grads = [np.zeros(a.shape, jax.dtypes.float0) for a in arrays]
+    grads = [np.zeros((slots.shape[0], *g.shape[1:]), jax.dtypes.float0) for g in gs]
     for i, g in zip(idx, back):
         grads[i] = g
     return tuple(grads), np.zeros(slots.shape, jax.dtypes.float0)
