@@ -1,5 +1,6 @@
-"""Expert-parallel dispatch and combine (jax_aiter.moe_dispatch, its XLA-collectives tier) against
-jax.lax.ragged_all_to_all, at DeepSeek-V3's shape (hidden 7168, top-8, 256 experts over the GPUs).
+"""Expert-parallel dispatch and combine (jax_aiter.moe_dispatch: its XLA-collectives tier and its
+peer tier) against jax.lax.ragged_all_to_all, at DeepSeek-V3's shape (hidden 7168, top-8, 256
+experts over the GPUs).
 
 Run from the repository root on a machine with several GPUs (one process, all of them):
     PYTHONPATH=build-gpu/python python benchmarks/gpu/bench_moe_dispatch.py [--tokens 4096 128]
@@ -7,7 +8,8 @@ On a CPU, XLA_FLAGS=--xla_force_host_platform_device_count=4 runs it (slowly) as
 
 Per GPU count n (2 and 4 where present) and tokens per GPU: the median device span of one
 dispatch (FP8 e4m3 tokens with their f32 1x128 block scales) and of one combine (bf16 rows back,
-summed at the source), ours and the ragged_all_to_all version of the same move, in one run.
+summed at the source), ours (each tier of --tiers) and the ragged_all_to_all version of the same
+move, in one run.
 GB/s per GPU = the bytes one GPU sends (tokens x the ranks each goes to x row bytes, its own rank
 included, as MORI counts them) / the span. Routing: uniform random top-8 of 256 experts.
 """
@@ -45,13 +47,15 @@ def rows_sent(ids, n, t):
 
 # ---- ours ------------------------------------------------------------------------------------
 
-def ours(mesh):
-    def dispatch(x, ids, w, s):
-        r = jax_aiter.moe_dispatch(x, ids, w, s, num_experts=EXPERTS, axis_name="ep")
-        return r.x, r.scales, r.handle.slots
+def ours(mesh, tier):
+    kw = {} if tier == "xla" else dict(tier=tier, mesh=mesh)
 
-    def combine(y, slots):
-        return jax_aiter.moe_combine(y, jax_aiter.DispatchHandle(slots), axis_name="ep")
+    def dispatch(x, ids, w, s):
+        r = jax_aiter.moe_dispatch(x, ids, w, s, num_experts=EXPERTS, axis_name="ep", **kw)
+        return r.x, r.scales, r.handle  # the handle's tier and mesh travel in its tree
+
+    def combine(y, handle):
+        return jax_aiter.moe_combine(y, handle, axis_name="ep")
 
     spec = P("ep")
     d = jax.jit(jax.shard_map(dispatch, mesh=mesh, in_specs=(spec,) * 4, out_specs=(spec,) * 3))
@@ -110,6 +114,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, nargs="+", default=[4096, 128])
     ap.add_argument("--gpus", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--tiers", nargs="+", default=["xla", "peer"])
     args = ap.parse_args()
     devs = jax.devices()
     print(f"devices: {len(devs)} x {devs[0].device_kind}; jax {jax.__version__}")
@@ -124,20 +129,30 @@ def main():
             rows = rows_sent(ids, n, t)
             fp8_row = HIDDEN + 4 * HIDDEN // BLOCK
             bf16_row = 2 * HIDDEN
-            d, c = ours(mesh)
-            rx, rs, slots = d(x, ids, w, s)
-            y = jnp.asarray(rx.astype(jnp.bfloat16))
-            res = {"ours dispatch": timed(d, (x, ids, w, s)), "ours combine": timed(c, (y, slots))}
+            res, combines = {}, {}
+            for tier in args.tiers:
+                d, c = ours(mesh, tier)
+                rx, rs, handle = d(x, ids, w, s)
+                y = jnp.asarray(rx.astype(jnp.bfloat16))
+                res[f"{tier} dispatch"] = timed(d, (x, ids, w, s))
+                res[f"{tier} combine"] = timed(c, (y, handle))
+                combines[tier] = c(y, handle)
+            if len(combines) == 2:
+                err = float(jnp.max(jnp.abs(combines["xla"].astype(jnp.float32) -
+                                            combines["peer"].astype(jnp.float32))))
+                print(f"n={n} tokens/GPU={t}: the tiers' round trips agree to {err:.3g} (max abs)")
+            y = next(iter(combines.values()))  # a round trip of ours, for the check below
             try:
                 rd, rc = ragged(mesh, n)
                 gx, gs, src = rd(x, ids, w, s)
                 gy = gx.astype(jnp.bfloat16)
                 res["ragged dispatch"] = timed(rd, (x, ids, w, s))
                 res["ragged combine"] = timed(rc, (gy, ids, src))
-                # Both versions' round trips must give the same sums.
-                err = float(jnp.max(jnp.abs(c(y, slots).astype(jnp.float32) -
+                # Both versions' round trips must give the same sums (ours: the round trip of
+                # the dispatched rows cast to bf16, as gy).
+                err = float(jnp.max(jnp.abs(y.astype(jnp.float32) -
                                             rc(gy, ids, src).astype(jnp.float32))))
-                print(f"n={n} tokens/GPU={t}: round trips agree to {err:.3g} (max abs)")
+                print(f"n={n} tokens/GPU={t}: ours and ragged agree to {err:.3g} (max abs)")
             except jax.errors.JaxRuntimeError as e:  # XLA:CPU has no ragged-all-to-all
                 print(f"n={n}: ragged_all_to_all not run: {str(e).splitlines()[0]}")
             for name, (wall, span) in res.items():

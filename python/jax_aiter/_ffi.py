@@ -86,6 +86,8 @@ _EXPORTS = {
     "jax_aiter_check_aiter": (ctypes.c_void_p, [ctypes.c_char_p]),
     "jax_aiter_set_aiter_root": (ctypes.c_int, [ctypes.c_char_p,
                                                 ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_peer_report": (ctypes.c_void_p, []),
+    "jax_aiter_peer_reset": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_free": (None, [ctypes.c_void_p]),
 }
 
@@ -374,3 +376,21 @@ def device_cache_counts(platform: str, device: int) -> tuple[int, int] | None:
     kernels.restype = modules.restype = ctypes.c_int64
     kernels.argtypes = modules.argtypes = [ctypes.c_int]
     return int(kernels(device)), int(modules(device))
+
+
+def peer_report() -> list[dict]:
+    """The timeouts every loaded library's peer groups recorded (aiter.peer_all_to_all)."""
+    register()
+    out = []
+    for lib in _libraries.values():
+        out.extend(json.loads(_take_string(lib, lib.jax_aiter_peer_report()) or "[]"))
+    return out
+
+
+def peer_reset() -> None:
+    """Zeroes every peer group of every loaded library (every rank must be idle)."""
+    register()
+    for lib in _libraries.values():
+        err = ctypes.c_void_p()
+        if lib.jax_aiter_peer_reset(ctypes.byref(err)) != 0:
+            raise RuntimeError(_take_string(lib, err.value) or "jax_aiter: peer reset failed")

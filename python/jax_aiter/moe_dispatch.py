@@ -26,9 +26,15 @@ added only when ``max_recv`` is below n * T) or its extra tokens dropped and cou
 Gradients: ``jax.custom_vjp`` on the two moves: dispatch's gradient is a combine of the received
 rows' cotangents (x, weights and scales), combine's is a dispatch of the output's.
 
-The tier here is XLA's collectives (``jax.lax.all_to_all`` of fixed-size blocks): it works across
-hosts and on every backend, CPU included. The intra-node peer tier of the issue (kernels storing
-into peer GPUs' buffers) is not built yet.
+Tiers (``tier=``): "xla" (the default), XLA's collectives (``jax.lax.all_to_all`` of fixed-size
+blocks): works across hosts and on every backend, CPU included; "peer", the intra-node peer tier
+(``aiter.peer_all_to_all``): kernels store each rank's rows straight into the other ranks'
+receive buffers (peer access between the devices of this process; on the CPU the mesh's host
+devices are the peers), only the rows that exist, with completion flags in device memory and a
+wait bounded by ``timeout_ms``: a rank that never arrives makes the others give up with status
+set (``Dispatched.status``), the timeout recorded (``peer_errors()``), and every later exchange
+of that mesh refused with an error saying so until ``reset_peer_groups()``. It needs the mesh
+(``mesh=``, the one shard_map runs over) and every device of it in this process.
 
 Composing with a jit-sharded model: run the MoE layer under ``jax.shard_map`` with the tokens
 sharded over the expert axis (``P("ep", None)``) and the expert weights sharded over their expert
@@ -38,6 +44,7 @@ gives our other ops their rules); the layer's inputs and outputs are token-shard
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import NamedTuple
 
@@ -45,15 +52,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["DispatchHandle", "Dispatched", "moe_combine", "moe_dispatch"]
+from jax_aiter import _call, _ffi
+
+__all__ = ["DispatchHandle", "Dispatched", "moe_combine", "moe_dispatch", "peer_errors",
+           "reset_peer_groups"]
 
 _OP = "jax_aiter.moe_dispatch"
 
 
-class DispatchHandle(NamedTuple):
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["slots", "counts"],
+                   meta_fields=["exchange"])
+@dataclasses.dataclass(frozen=True)
+class DispatchHandle:
     """What ``moe_combine`` needs of a dispatch: ``slots[t, d]``, the row of the block token t was
-    sent to rank d in (-1: not sent there, or dropped)."""
+    sent to rank d in (-1: not sent there, or dropped); ``counts``, the rows received from each
+    rank (the peer tier sends back only those; None: all rows); ``exchange``, the tier and mesh
+    the dispatch used (static; None: XLA's collectives)."""
     slots: jax.Array  # int32 [T, n]
+    counts: jax.Array | None = None  # int32 [n]
+    exchange: object = None
 
 
 class Dispatched(NamedTuple):
@@ -67,6 +84,7 @@ class Dispatched(NamedTuple):
     counts: jax.Array      # int32 [n]: valid rows of each block
     dropped: jax.Array     # int32 []: tokens this rank could not send (on_overflow="drop")
     handle: DispatchHandle
+    status: jax.Array | None = None  # int32 [4], peer tier: (0 or timeout code, rank, call, 0)
 
 
 def _axis_size(axis_name) -> int:
@@ -106,29 +124,73 @@ def _unpack(packed, spec):
     return out
 
 
-def _send_impl(arrays, slots, axis_name, capacity):
-    """Rows of every array in `arrays` ([T, ...]) -> the received [n * capacity, ...] rows."""
+@dataclasses.dataclass(frozen=True)
+class _Exchange:
+    """How the rows move (static): the axis, the receive block's rows, the tier and, for the peer
+    tier, the mesh (its devices' ordinals, the axis's stride, every axis's name and stride)."""
+    axis_name: object
+    capacity: int
+    tier: str = "xla"
+    devices: str = ""
+    stride: int = 1
+    axes: tuple = ()  # ((name, stride), ...) of the mesh, for this device's mesh index
+    timeout_ms: int = 10000
+
+    def position(self):
+        mesh_index = sum(jax.lax.axis_index(a) * st for a, st in self.axes)
+        return jnp.stack([mesh_index, jax.lax.axis_index(self.axis_name)]).astype(jnp.int32)
+
+
+def _move(ex, packed, src):
+    """packed [R, B] bytes, src [n, C] (row of packed for (rank d, row c); -1 ends rank d's rows)
+    -> (received [n * C, B], counts [n] or None, status [4] or None)."""
+    n, c = src.shape
+    if ex.tier == "xla":
+        block = jnp.where((src >= 0)[..., None], packed[jnp.maximum(src, 0)], jnp.uint8(0))
+        recv = jax.lax.all_to_all(block, ex.axis_name, 0, 0)
+        return recv.reshape(n * c, -1), None, None
+    width = packed.shape[1]
+    pad = -width % 16  # the kernels move 16-byte words
+    if pad:
+        packed = jnp.pad(packed, ((0, 0), (0, pad)))
+    out = _call.call("aiter.peer_all_to_all",
+                     inputs={"rows": packed, "src": src, "position": ex.position()},
+                     outputs={"recv": ((n, c, width + pad), jnp.uint8), "counts": ((n,), jnp.int32),
+                              "status": ((4,), jnp.int32)},
+                     attributes={"devices": ex.devices, "stride": ex.stride,
+                                 "timeout_ms": ex.timeout_ms})
+    return out["recv"].reshape(n * c, -1)[:, :width], out["counts"], out["status"]
+
+
+def _send_impl(arrays, slots, ex):
+    """Rows of every array in `arrays` ([T, ...]) -> (the received [n * capacity, ...] rows,
+    counts, status)."""
     n = slots.shape[1]
     t = slots.shape[0]
+    capacity = ex.capacity
     # Which token fills row c of the block for rank d: scatter the token indices (cheap), then
-    # gather the rows (no scatter of wide data).
+    # gather the rows (no scatter of wide data). Each block's rows are a prefix (slots count up).
     d_idx = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], slots.shape)
     tok = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32)[:, None], slots.shape)
     flat_slot = jnp.where(slots >= 0, d_idx * capacity + slots, n * capacity)
     src = jnp.full((n * capacity,), -1, jnp.int32).at[flat_slot.reshape(-1)].set(
         tok.reshape(-1), mode="drop")
     packed, spec = _pack(arrays)
-    block = jnp.where((src >= 0)[:, None], packed[jnp.maximum(src, 0)], jnp.uint8(0))
-    recv = jax.lax.all_to_all(block.reshape(n, capacity, -1), axis_name, 0, 0)
-    return _unpack(recv.reshape(n * capacity, -1), spec)
+    recv, counts, status = _move(ex, packed, src.reshape(n, capacity))
+    return _unpack(recv, spec), counts, status
 
 
-def _back_impl(arrays, slots, axis_name, capacity):
+def _back_impl(arrays, slots, counts, ex):
     """Received rows of every array ([n * capacity, ...]) -> [T, ...] each, summed (f32) over
-    the ranks each token went to."""
+    the ranks each token went to. counts: the rows received from each rank (None: all)."""
     n = slots.shape[1]
+    capacity = ex.capacity
     packed, spec = _pack(arrays)
-    back = jax.lax.all_to_all(packed.reshape(n, capacity, -1), axis_name, 0, 0)
+    rows = jnp.arange(n * capacity, dtype=jnp.int32).reshape(n, capacity)
+    if counts is not None:
+        rows = jnp.where(jnp.arange(capacity)[None, :] < counts[:, None], rows, -1)
+    back, _, _ = _move(ex, packed, rows)
+    back = back.reshape(n, capacity, -1)
     parts = [_unpack(back[d], spec) for d in range(n)]
     out = []
     for i, a in enumerate(arrays):
@@ -145,43 +207,98 @@ def _differentiable(a) -> bool:
     return jnp.issubdtype(a.dtype, jnp.floating)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
-def _send(arrays, slots, axis_name, capacity):
-    return tuple(_send_impl(arrays, slots, axis_name, capacity))
+def _no_grad(a):
+    return np.zeros(a.shape, jax.dtypes.float0)
 
 
-def _send_fwd(arrays, slots, axis_name, capacity):
-    return _send(arrays, slots, axis_name, capacity), slots  # the routing only: not x itself
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _send(arrays, slots, ex):
+    """-> (received arrays, counts [n] (None on the xla tier), status [4] or None)."""
+    recv, counts, status = _send_impl(arrays, slots, ex)
+    return tuple(recv), counts, status
 
 
-def _send_bwd(axis_name, capacity, slots, gs):
+def _send_fwd(arrays, slots, ex):
+    out = _send(arrays, slots, ex)
+    return out, (slots, out[1])  # the routing only: not x itself
+
+
+def _send_bwd(ex, res, cts):
+    slots, counts = res
+    gs = cts[0]
     # A received field's cotangent has its dtype: float0 for the integer fields.
     idx = [i for i, g in enumerate(gs) if _differentiable(g)]
-    back = _back_impl([gs[i] for i in idx], slots, axis_name, capacity) if idx else []
+    back = _back_impl([gs[i] for i in idx], slots, counts, ex) if idx else []
     grads = [np.zeros((slots.shape[0], *g.shape[1:]), jax.dtypes.float0) for g in gs]
     for i, g in zip(idx, back):
         grads[i] = g
-    return tuple(grads), np.zeros(slots.shape, jax.dtypes.float0)
+    return tuple(grads), _no_grad(slots)
 
 
 _send.defvjp(_send_fwd, _send_bwd)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
-def _back(rows, slots, axis_name, capacity):
-    return _back_impl([rows], slots, axis_name, capacity)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _back(rows, slots, counts, ex):
+    return _back_impl([rows], slots, counts, ex)[0]
 
 
-def _back_fwd(rows, slots, axis_name, capacity):
-    return _back(rows, slots, axis_name, capacity), slots
+def _back_fwd(rows, slots, counts, ex):
+    return _back(rows, slots, counts, ex), (slots, counts)
 
 
-def _back_bwd(axis_name, capacity, slots, g):
-    return _send_impl([g], slots, axis_name, capacity)[0], np.zeros(slots.shape,
-                                                                     jax.dtypes.float0)
+def _back_bwd(ex, res, g):
+    slots, counts = res
+    sent, _, _ = _send_impl([g], slots, ex)
+    return sent[0], _no_grad(slots), None if counts is None else _no_grad(counts)
 
 
 _back.defvjp(_back_fwd, _back_bwd)
+
+
+# ---- the peer tier's mesh and its recovery ---------------------------------------------------
+
+def _peer_exchange(axis_name, capacity, mesh, timeout_ms) -> _Exchange:
+    if mesh is None:
+        raise ValueError(f"{_OP}: attribute mesh: the peer tier needs the jax.sharding.Mesh the "
+                         f"shard_map runs over (mesh=...), got None")
+    names = tuple(mesh.axis_names)
+    if axis_name not in names:
+        raise ValueError(f"{_OP}: attribute axis_name: {axis_name!r} is not an axis of the mesh "
+                         f"{names}")
+    devices = list(mesh.devices.flat)
+    here = jax.process_index()
+    if any(d.process_index != here for d in devices):
+        raise NotImplementedError(
+            f"{_OP}: the peer tier needs every device of the mesh in this process (one process "
+            f"per GPU is not built: use tier=\"xla\")")
+    sizes = dict(zip(names, mesh.devices.shape))
+    strides, acc = {}, 1
+    for name in reversed(names):
+        strides[name] = acc
+        acc *= sizes[name]
+    if not isinstance(timeout_ms, (int, np.integer)) or not 1 <= timeout_ms <= 3600 * 1000:
+        raise ValueError(f"{_OP}: attribute timeout_ms: expected an int from 1 to 3,600,000, got "
+                         f"{timeout_ms!r}")
+    ordinals = [d.local_hardware_id if d.local_hardware_id is not None else d.id
+                for d in devices]
+    return _Exchange(axis_name, capacity, "peer", ",".join(map(str, ordinals)),
+                     strides[axis_name], tuple((a, strides[a]) for a in names), int(timeout_ms))
+
+
+def peer_errors() -> list[dict]:
+    """The peer tier's recorded timeouts, one dict per device that gave up: its mesh (``devices``),
+    ``position`` in it, the peer ``rank`` it waited for (``peer``), the exchange number
+    (``epoch``), ``waited_ms`` and ``code`` (1: the peer never started the exchange; 2: it never
+    finished sending). Empty when none timed out."""
+    return _ffi.peer_report()
+
+
+def reset_peer_groups() -> None:
+    """Forgets every peer group's state (exchange counts, flags, recorded timeouts), so that
+    exchanges run again after a timeout. Call it only while no exchange is running on any rank
+    (e.g. after ``jax.block_until_ready`` of every step that dispatched)."""
+    _ffi.peer_reset()
 
 
 # ---- checks ----------------------------------------------------------------------------------
@@ -227,7 +344,8 @@ def _raise_overflow(counts, capacity):
 # ---- the API ---------------------------------------------------------------------------------
 
 def moe_dispatch(x, topk_ids, topk_weights, scales=None, *, num_experts: int, axis_name,
-                 max_recv: int | None = None, on_overflow: str = "error") -> Dispatched:
+                 max_recv: int | None = None, on_overflow: str = "error", tier: str = "xla",
+                 mesh=None, timeout_ms: int = 10000) -> Dispatched:
     """Sends each of this rank's tokens to the ranks owning its experts (module docstring).
 
     Call inside ``shard_map`` over ``axis_name``, per rank:
@@ -238,7 +356,9 @@ def moe_dispatch(x, topk_ids, topk_weights, scales=None, *, num_experts: int, ax
       num_experts: E, a multiple of the axis size n.
       max_recv: rows of the receive buffer, a multiple of n (default n * T).
       on_overflow: "error" (default) or "drop" (module docstring).
-    Returns ``Dispatched``; its ``handle`` goes to ``moe_combine``.
+      tier: "xla" (XLA's all-to-all, the default) or "peer" (the intra-node peer kernels; needs
+        ``mesh``, the mesh of the shard_map, and bounds every wait by ``timeout_ms``).
+    Returns ``Dispatched``; its ``handle`` goes to ``moe_combine`` (which uses the same tier).
     """
     x, topk_ids, topk_weights = jnp.asarray(x), jnp.asarray(topk_ids), jnp.asarray(topk_weights)
     scales = None if scales is None else jnp.asarray(scales)
@@ -247,8 +367,12 @@ def moe_dispatch(x, topk_ids, topk_weights, scales=None, *, num_experts: int, ax
     if on_overflow not in ("error", "drop"):
         raise ValueError(f"{_OP}: attribute on_overflow: expected \"error\" or \"drop\", got "
                          f"{on_overflow!r}")
+    if tier not in ("xla", "peer"):
+        raise ValueError(f"{_OP}: attribute tier: expected \"xla\" or \"peer\", got {tier!r}")
     t = x.shape[0]
     capacity = (max_recv if max_recv is not None else n * t) // n
+    ex = (_Exchange(axis_name, capacity) if tier == "xla"
+          else _peer_exchange(axis_name, capacity, mesh, timeout_ms))
     per_rank = num_experts // n
     ids = topk_ids.astype(jnp.int32)
     owner = jnp.where((ids >= 0) & (ids < num_experts), ids // per_rank, -1)
@@ -263,11 +387,11 @@ def moe_dispatch(x, topk_ids, topk_weights, scales=None, *, num_experts: int, ax
 
     me = jax.lax.axis_index(axis_name)
     tok = jnp.arange(t, dtype=jnp.int32)[:, None]
-    # Every field of a token in one all-to-all; the integer fields (ids, source index) travel +1
+    # Every field of a token in one exchange; the integer fields (ids, source index) travel +1
     # so that an empty row reads -1, and carry no gradient.
     meta = jnp.concatenate([ids + 1, tok + 1], axis=1)
     fields = (x, topk_weights, meta) + (() if scales is None else (scales,))
-    recv = _send(fields, slots, axis_name, capacity)
+    recv, peer_counts, status = _send(fields, slots, ex)
     recv_x, recv_w, recv_meta = recv[0], recv[1], recv[2] - 1
     recv_s = None if scales is None else recv[3]
     recv_ids, recv_src = recv_meta[:, :-1], recv_meta[:, -1]
@@ -276,16 +400,17 @@ def moe_dispatch(x, topk_ids, topk_weights, scales=None, *, num_experts: int, ax
     src_rank = jnp.where(recv_src >= 0, rows // capacity, -1)
     mine = (recv_ids >= me * per_rank) & (recv_ids < (me + 1) * per_rank)
     recv_w = jnp.where(mine, recv_w, jnp.zeros((), recv_w.dtype))
+    handle = DispatchHandle(slots, peer_counts, None if tier == "xla" else ex)
     return Dispatched(recv_x, jnp.where(mine, recv_ids, -1), recv_w, recv_s, src_rank, recv_src,
-                      counts, dropped, DispatchHandle(slots))
+                      counts, dropped, handle, status)
 
 
 def moe_combine(y, handle: DispatchHandle, *, axis_name):
     """Returns each source token's sum of the rows the ranks computed for it (module docstring).
 
     Call inside the same ``shard_map`` as the dispatch: ``y`` [max_recv, H] in the received rows'
-    order (each row already weighted by its rank's experts), ``handle`` the dispatch's. Returns
-    [T, H] in y's dtype (summed in float32).
+    order (each row already weighted by its rank's experts), ``handle`` the dispatch's (its tier
+    moves the rows back). Returns [T, H] in y's dtype (summed in float32).
     """
     y = jnp.asarray(y)
     if not isinstance(handle, DispatchHandle):
@@ -298,4 +423,8 @@ def moe_combine(y, handle: DispatchHandle, *, axis_name):
     if y.ndim != 2 or y.shape[0] % n:
         raise ValueError(f"jax_aiter.moe_combine: operand y: expected [max_recv, H] with max_recv "
                          f"a multiple of {n} (the dispatch's receive rows), got shape {y.shape}")
-    return _back(y, handle.slots, axis_name, y.shape[0] // n)
+    capacity = y.shape[0] // n
+    ex = handle.exchange
+    ex = _Exchange(axis_name, capacity) if ex is None else dataclasses.replace(ex,
+                                                                               capacity=capacity)
+    return _back(y, handle.slots, handle.counts, ex)

@@ -1,7 +1,9 @@
 """Expert-parallel dispatch/combine (jax_aiter.moe_dispatch) on 4 forced host devices (conftest.py)
 and, in a subprocess, on 8: the received rows against a NumPy model of the routing, round trips
 and gradients against the same MoE computed densely, uneven loads, an expert with no tokens, a
-rank receiving nothing, max_recv overflow (refused, or dropped and counted), bad inputs."""
+rank receiving nothing, max_recv overflow (refused, or dropped and counted), bad inputs. Both
+tiers: XLA's collectives and the peer kernels (on the CPU, the host devices' threads are the
+peers), and the peer tier's bounded wait: a rank that never calls makes the others time out."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, PartitionSpec as P
 
+import jax_aiter
 from jax_aiter import moe_combine, moe_dispatch
 
 N = 4
@@ -24,6 +27,14 @@ pytestmark = pytest.mark.skipif(len(jax.devices()) < N, reason=f"needs {N} devic
 
 def _mesh(n=N):
     return Mesh(np.array(jax.devices()[:n]), ("ep",))
+
+
+TIERS = ["xla", "peer"]
+
+
+def _tier(tier, n=N):
+    """moe_dispatch's keywords for a tier."""
+    return {} if tier == "xla" else dict(tier="peer", mesh=_mesh(n), timeout_ms=20000)
 
 
 def _routing(seed, n, t, e, k, experts=None):
@@ -65,10 +76,12 @@ def _model(x, ids, w, e, n, capacity):
     return out
 
 
-@pytest.mark.parametrize("t,e,k", [(16, 8, 2), (8, 16, 8), (24, 4, 1)])
-def test_received_rows_match_the_routing_model(t, e, k):
+@pytest.mark.parametrize("t,e,k,tier", [(16, 8, 2, "xla"), (8, 16, 8, "xla"), (24, 4, 1, "xla"),
+                                        (8, 16, 8, "peer")])
+def test_received_rows_match_the_routing_model(t, e, k, tier):
     x, ids, w = _routing(t * 7 + k, N, t, e, k)
-    rx, rids, rw, rsrc, ridx, counts, dropped = map(np.asarray, _dispatch(x, ids, w, e))
+    rx, rids, rw, rsrc, ridx, counts, dropped = map(np.asarray,
+                                                    _dispatch(x, ids, w, e, **_tier(tier)))
     cap = t  # default max_recv = n * T
     model = _model(x, ids, w, e, N, cap)
     for r in range(N):
@@ -106,9 +119,11 @@ def _layer(n, e, **kw):
     return sharded, dense
 
 
-@pytest.mark.parametrize("case", ["uniform", "uneven", "expert_without_tokens",
-                                  "rank_receives_nothing", "k1"])
-def test_round_trip_and_gradients(case):
+@pytest.mark.parametrize("case,tier", [(c, "xla") for c in ["uniform", "uneven",
+                                                              "expert_without_tokens",
+                                                              "rank_receives_nothing", "k1"]] +
+                         [("uneven", "peer"), ("rank_receives_nothing", "peer")])
+def test_round_trip_and_gradients(case, tier):
     e, t, k = 16, 12, 4
     experts = None
     if case == "uneven":  # most tokens on rank 0's experts
@@ -120,7 +135,7 @@ def test_round_trip_and_gradients(case):
     elif case == "k1":
         k = 1
     x, ids, w = _routing(len(case), N, t, e, k, experts)
-    sharded, dense = _layer(N, e)
+    sharded, dense = _layer(N, e, **_tier(tier))
     np.testing.assert_allclose(jax.jit(sharded)(x, ids, w), dense(x, ids, w), rtol=1e-5, atol=1e-6)
 
     def loss(fn):
@@ -149,12 +164,13 @@ def test_scales_travel_with_the_tokens():
     assert (got_s[~valid] == 0).all()
 
 
-def test_overflow_dropped_and_counted():
+@pytest.mark.parametrize("tier", TIERS)
+def test_overflow_dropped_and_counted(tier):
     e, t, k = 8, 16, 2
     x, ids, w = _routing(5, N, t, e, k)
     cap = 3
     rx, rids, rw, rsrc, ridx, counts, dropped = map(
-        np.asarray, _dispatch(x, ids, w, e, max_recv=N * cap, on_overflow="drop"))
+        np.asarray, _dispatch(x, ids, w, e, max_recv=N * cap, on_overflow="drop", **_tier(tier)))
     model = _model(x, ids, w, e, N, cap)
     per = e // N
     for s in range(N):
@@ -180,6 +196,9 @@ def test_overflow_refused_with_a_clear_error():
     (dict(ids_dtype=np.float32), "operand topk_ids: expected an integer dtype"),
     (dict(x_shape=(8, 4, 2)), "operand x: expected"),
     (dict(on_overflow="wrap"), "on_overflow"),
+    (dict(tier="nvshmem"), "attribute tier: expected"),
+    (dict(tier="peer"), "attribute mesh: the peer tier needs the jax.sharding.Mesh"),
+    (dict(tier="peer", mesh="m", timeout_ms=0), "attribute timeout_ms"),
 ])
 def test_bad_inputs_are_named(bad, match):
     t = 8
@@ -188,6 +207,8 @@ def test_bad_inputs_are_named(bad, match):
     w = np.zeros(bad.pop("w_shape", (t, 2)), np.float32)
     kw = dict(num_experts=8)
     kw.update(bad)
+    if kw.get("mesh") == "m":
+        kw["mesh"] = _mesh()
 
     def f(x, ids, w):
         return moe_dispatch(x, ids, w, axis_name="ep", **kw).x
@@ -211,9 +232,9 @@ _EIGHT = textwrap.dedent("""
     import sys; sys.path[:0] = sys_path
     import test_moe_dispatch as t
     assert len(jax.devices()) == 8
-    for case, e, k in (("dense", 16, 8), ("sparse", 64, 2)):
+    for case, e, k, tier in (("dense", 16, 8, "xla"), ("sparse", 64, 2, "peer")):
         x, ids, w = t._routing(8, 8, 6, e, k)
-        sharded, dense = t._layer(8, e)
+        sharded, dense = t._layer(8, e, **t._tier(tier, 8))
         np.testing.assert_allclose(jax.jit(sharded)(x, ids, w), dense(x, ids, w), rtol=1e-5,
                                    atol=1e-6)
         loss = lambda fn: (lambda x, w: jnp.sum(jnp.sin(fn(x, ids, w))))
@@ -237,13 +258,14 @@ def test_eight_devices():
     assert "eight devices: ok" in res.stdout
 
 
-def test_fp8_tokens_travel_bit_exact():
+@pytest.mark.parametrize("tier", TIERS)
+def test_fp8_tokens_travel_bit_exact(tier):
     e, t, k = 8, 8, 2
     x, ids, w = _routing(4, N, t, e, k)
     xq = jnp.asarray(x, jnp.float8_e4m3fn)  # moved as bytes (NCCL has no fp8 type)
 
     def f(x, ids, w):
-        r = moe_dispatch(x, ids, w, num_experts=e, axis_name="ep")
+        r = moe_dispatch(x, ids, w, num_experts=e, axis_name="ep", **_tier(tier))
         return r.x, r.src_rank, r.src_index
 
     got, src, idx = jax.jit(jax.shard_map(f, mesh=_mesh(), in_specs=(P("ep"),) * 3,
@@ -253,3 +275,48 @@ def test_fp8_tokens_travel_bit_exact():
     valid = src >= 0
     want = np.asarray(xq.astype(jnp.float32))[(src * t + idx)[valid]]
     np.testing.assert_array_equal(got[valid], want)
+
+
+def test_peer_tier_a_rank_that_never_calls_times_out_and_the_process_goes_on():
+    """Rank 3 skips the dispatch (lax.cond): ranks 0-2 give up within the bound, say whom they
+    waited for (status, peer_errors), every later exchange of the mesh is refused with an error
+    saying why, and after reset_peer_groups() exchanges run and are right again."""
+    e, t, k, bound_ms = 8, 8, 2, 300
+    x, ids, w = _routing(9, N, t, e, k)
+    kw = dict(num_experts=e, axis_name="ep", tier="peer", mesh=_mesh(), timeout_ms=bound_ms)
+
+    def f(x, ids, w):
+        def call(x, ids, w):
+            r = moe_dispatch(x, ids, w, **kw)
+            return r.x, r.status
+
+        def skip(x, ids, w):  # the same types, varying over "ep" like call's
+            zero = (x[0, 0] * 0).astype(jnp.int32)
+            return jnp.zeros((N * t, x.shape[1]), x.dtype) + x[0, 0] * 0, jnp.full((4,), -1) + zero
+
+        return jax.lax.cond(jax.lax.axis_index("ep") == 3, skip, call, x, ids, w)
+
+    step = jax.jit(jax.shard_map(f, mesh=_mesh(), in_specs=(P("ep"),) * 3,
+                                 out_specs=(P("ep"),) * 2))
+    jax_aiter.reset_peer_groups()
+    try:
+        import time
+        start = time.monotonic()
+        _, status = step(x, ids, w)
+        status = np.asarray(status).reshape(N, 4)
+        assert time.monotonic() - start < 60  # bounded (compile included), not a hang
+        for r in range(3):  # waited for rank 3 to start the exchange (code 1), at exchange 1
+            assert status[r].tolist() == [1, 3, 1, 0]
+        errors = jax_aiter.peer_errors()
+        assert sorted(err["position"] for err in errors) == [0, 1, 2]
+        assert all(err["peer"] == 3 and err["waited_ms"] == bound_ms for err in errors)
+        with pytest.raises(Exception, match="a peer exchange timed out.*waiting for rank 3 .*"
+                                            "reset_peer_groups"):
+            jax.block_until_ready(step(x, ids, w))
+    finally:
+        jax_aiter.reset_peer_groups()
+    assert jax_aiter.peer_errors() == []
+    got = _dispatch(x, ids, w, e, **_tier("peer"))
+    want = _dispatch(x, ids, w, e)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

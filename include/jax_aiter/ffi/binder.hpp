@@ -29,6 +29,7 @@
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/runtime/backend.hpp"
+#include "jax_aiter/runtime/peer_groups.hpp"
 #include "xla/ffi/api/ffi.h"
 
 namespace jax_aiter::ffi {
@@ -45,6 +46,22 @@ struct Handler {
 
   // validate -> tiers -> resolve (-> launch); the part of a stage that knows nothing of XLA.
   static Status run(const Where<Backend>& where, const P& p, Stage stage = Stage::kExecute) {
+    if constexpr (requires { Op::kUsesPeerGroup; }) {
+      // An op whose kernels reach the other devices of its mesh (ops/peer_all_to_all.hpp): the
+      // runtime's peer group of the call's devices, made in the initialize stage.
+      JAX_AITER_RETURN_IF_ERROR(Op::validate(p));
+      auto table = runtime::peer_table<typename Backend::PeerMemory>(Op::kName, where.device,
+                                                                     p.devices, p.parsed_devices());
+      if (!table) return table.status();
+      P with_table = p;
+      with_table.table = *table;
+      return run_tiers(where, with_table, stage);
+    } else {
+      return run_tiers(where, p, stage);
+    }
+  }
+
+  static Status run_tiers(const Where<Backend>& where, const P& p, Stage stage) {
     JAX_AITER_RETURN_IF_ERROR(Op::validate(p));
     JAX_AITER_RETURN_IF_ERROR(ops::validate_dispatch<Op>(p.dispatch));
     void* workspace = nullptr;

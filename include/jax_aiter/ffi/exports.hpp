@@ -12,6 +12,8 @@
 //                              int64_t cus, char** error) every tier's verdict and the plan (JSON)
 //   char*       jax_aiter_check_aiter(const char* root) the AITER checkout check (JSON)
 //   int         jax_aiter_set_aiter_root(const char* root, char** error)
+//   char*       jax_aiter_peer_report(void)             the peer groups' recorded timeouts (JSON)
+//   int         jax_aiter_peer_reset(char** error)      zeroes every peer group (ranks idle)
 //   void        jax_aiter_free(char*)                   frees what the others return
 // A call is described as in ffi/describe.hpp. On failure the functions return -1 / nullptr and set
 // *error (when error is not null) to the message.
@@ -25,6 +27,7 @@
 #include "jax_aiter/ffi/json.hpp"
 #include "jax_aiter/ffi/registry.hpp"
 #include "jax_aiter/runtime/code_objects.hpp"
+#include "jax_aiter/runtime/peer_groups.hpp"
 
 // The AITER check reads code-object metadata with msgpack-cxx (Debian: libmsgpack-cxx-dev); a
 // library built without it answers the check with an error instead.
@@ -125,6 +128,14 @@ inline std::string check_aiter_json(std::string_view root) {
   extern "C" JAX_AITER_EXPORT int jax_aiter_set_aiter_root(const char* root, char** error) {      \
     const ::jax_aiter::Status st =                                                                \
         ::jax_aiter::runtime::CodeObjects::set_aiter_root(root ? root : "");                      \
+    if (!st.ok()) ::jax_aiter::ffi::set_error(error, st);                                         \
+    return st.ok() ? 0 : -1;                                                                      \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT char* jax_aiter_peer_report() {                                     \
+    return ::jax_aiter::ffi::c_string(::jax_aiter::runtime::PeerControl::report());               \
+  }                                                                                               \
+  extern "C" JAX_AITER_EXPORT int jax_aiter_peer_reset(char** error) {                            \
+    const ::jax_aiter::Status st = ::jax_aiter::runtime::PeerControl::reset();                    \
     if (!st.ok()) ::jax_aiter::ffi::set_error(error, st);                                         \
     return st.ok() ? 0 : -1;                                                                      \
   }                                                                                               \

@@ -21,11 +21,16 @@
 #include "jax_aiter/runtime/code_objects.hpp"
 #include "jax_aiter/runtime/device_cache.hpp"
 #include "jax_aiter/runtime/occupancy.hpp"
+#include "jax_aiter/runtime/peer_groups.hpp"
 
 namespace jax_aiter::runtime {
 
+struct CudaPeerMemory;
+
 struct Cuda {
   static constexpr BackendKind kKind = BackendKind::kCuda;
+  using PeerMemory = CudaPeerMemory;
+  friend struct CudaPeerMemory;
   // Execute issues nothing but cuLaunchKernelEx and cuMemsetD32Async on XLA's stream with
   // XLA-owned buffers.
   static constexpr bool kCommandBufferCompatible = true;
@@ -278,5 +283,104 @@ struct Cuda {
 };
 
 static_assert(Backend<Cuda>);
+
+// Peer groups on NVIDIA GPUs of one process: each device's slot in its own memory, its mailbox in
+// pinned host memory mapped into every device, peer access enabled between every two devices of
+// the mesh, and on each device a table of every slot's and mailbox's address (unified addressing:
+// one address is valid on every device).
+struct CudaPeerMemory {
+  static constexpr bool kTablePerDevice = true;
+
+  static Status make(PeerGroup& g) {
+    namespace K = kernels::peer;
+    const auto& ids = g.devices.ids;
+    for (int i = 0; i < g.devices.count; ++i) {
+      JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(ids[i], [&]() -> Status {
+        CUdeviceptr slot = 0;
+        if (CUresult r = cuMemAlloc(&slot, sizeof(K::PeerSlot)); r != CUDA_SUCCESS) {
+          return Cuda::error(r, "cuMemAlloc(peer slot)");
+        }
+        if (CUresult r = cuMemsetD8(slot, 0, sizeof(K::PeerSlot)); r != CUDA_SUCCESS) {
+          return Cuda::error(r, "cuMemsetD8(peer slot)");
+        }
+        void* box = nullptr;
+        if (CUresult r = cuMemHostAlloc(&box, sizeof(K::PeerMailbox),
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+            r != CUDA_SUCCESS) {
+          return Cuda::error(r, "cuMemHostAlloc(peer mailbox)");
+        }
+        *static_cast<K::PeerMailbox*>(box) = {};
+        g.slots[i] = reinterpret_cast<void*>(slot);
+        g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
+        return {};
+      }));
+    }
+    for (int i = 0; i < g.devices.count; ++i) {
+      for (int j = 0; j < g.devices.count; ++j) {
+        if (i != j) JAX_AITER_RETURN_IF_ERROR(enable_peer_access(ids[i], ids[j]));
+      }
+    }
+    K::PeerTable table{};
+    for (int i = 0; i < g.devices.count; ++i) {
+      table.slots[i] = static_cast<K::PeerSlot*>(g.slots[i]);
+      table.mailboxes[i] = g.mailboxes[i];
+    }
+    for (int i = 0; i < g.devices.count; ++i) {
+      JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(ids[i], [&]() -> Status {
+        CUdeviceptr t = 0;
+        if (CUresult r = cuMemAlloc(&t, sizeof table); r != CUDA_SUCCESS) {
+          return Cuda::error(r, "cuMemAlloc(peer table)");
+        }
+        if (CUresult r = cuMemcpyHtoD(t, &table, sizeof table); r != CUDA_SUCCESS) {
+          return Cuda::error(r, "cuMemcpyHtoD(peer table)");
+        }
+        g.tables[i] = reinterpret_cast<const void*>(t);
+        return {};
+      }));
+    }
+    return {};
+  }
+
+  static Status zero(PeerGroup& g) {
+    for (int i = 0; i < g.devices.count; ++i) {
+      JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(g.devices.ids[i], [&]() -> Status {
+        if (CUresult r = cuMemsetD8(reinterpret_cast<CUdeviceptr>(g.slots[i]), 0,
+                                    sizeof(kernels::peer::PeerSlot));
+            r != CUDA_SUCCESS) {
+          return Cuda::error(r, "cuMemsetD8(peer slot)");
+        }
+        return {};
+      }));
+      *g.mailboxes[i] = {};
+    }
+    return {};
+  }
+
+ private:
+  static Status enable_peer_access(int from, int to) {
+    CUdevice a, b;
+    cuDeviceGet(&a, from);
+    cuDeviceGet(&b, to);
+    int can = 0;
+    cuDeviceCanAccessPeer(&can, a, b);
+    if (!can) {
+      return FailedPrecondition(
+          StrCat("jax_aiter: the peer tier needs peer access between the "
+                 "mesh's devices; device ",
+                 from, " cannot access device ", to));
+    }
+    CUcontext peer_ctx;
+    if (CUresult r = cuDevicePrimaryCtxRetain(&peer_ctx, b); r != CUDA_SUCCESS) {
+      return Cuda::error(r, "cuDevicePrimaryCtxRetain");
+    }
+    return Cuda::in_primary_context(from, [&]() -> Status {
+      const CUresult r = cuCtxEnablePeerAccess(peer_ctx, 0);
+      if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        return Cuda::error(r, StrCat("cuCtxEnablePeerAccess(", from, " -> ", to, ")"));
+      }
+      return {};
+    });
+  }
+};
 
 }  // namespace jax_aiter::runtime

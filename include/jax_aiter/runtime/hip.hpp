@@ -27,11 +27,15 @@
 #include "jax_aiter/runtime/device_cache.hpp"
 #include "jax_aiter/runtime/kernarg_check.hpp"
 #include "jax_aiter/runtime/occupancy.hpp"
+#include "jax_aiter/runtime/peer_groups.hpp"
 
 namespace jax_aiter::runtime {
 
+struct HipPeerMemory;
+
 struct Hip {
   static constexpr BackendKind kKind = BackendKind::kHip;
+  using PeerMemory = HipPeerMemory;
   // Execute issues nothing but hipModuleLaunchKernel and hipMemsetD32Async on XLA's stream with
   // XLA-owned buffers.
   static constexpr bool kCommandBufferCompatible = true;
@@ -221,5 +225,107 @@ struct Hip {
 };
 
 static_assert(Backend<Hip>);
+
+// Peer groups on AMD GPUs of one process (XGMI): as CudaPeerMemory, on HIP's runtime API; each
+// step runs with its device current and the caller's device restored.
+struct HipPeerMemory {
+  static constexpr bool kTablePerDevice = true;
+
+  template <typename Fn>
+  static Status on_device(int device, Fn&& fn) {
+    int before = 0;
+    hipGetDevice(&before);
+    if (hipError_t e = hipSetDevice(device); e != hipSuccess) {
+      return Hip::error(e, StrCat("hipSetDevice(", device, ")"));
+    }
+    Status st = fn();
+    hipSetDevice(before);
+    return st;
+  }
+
+  static Status make(PeerGroup& g) {
+    namespace K = kernels::peer;
+    const auto& ids = g.devices.ids;
+    for (int i = 0; i < g.devices.count; ++i) {
+      JAX_AITER_RETURN_IF_ERROR(on_device(ids[i], [&]() -> Status {
+        void* slot = nullptr;
+        if (hipError_t e = hipMalloc(&slot, sizeof(K::PeerSlot)); e != hipSuccess) {
+          return Hip::error(e, "hipMalloc(peer slot)");
+        }
+        if (hipError_t e = hipMemset(slot, 0, sizeof(K::PeerSlot)); e != hipSuccess) {
+          return Hip::error(e, "hipMemset(peer slot)");
+        }
+        void* box = nullptr;
+        if (hipError_t e = hipHostMalloc(&box, sizeof(K::PeerMailbox),
+                                         hipHostMallocPortable | hipHostMallocMapped);
+            e != hipSuccess) {
+          return Hip::error(e, "hipHostMalloc(peer mailbox)");
+        }
+        *static_cast<K::PeerMailbox*>(box) = {};
+        g.slots[i] = slot;
+        g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
+        return {};
+      }));
+    }
+    for (int i = 0; i < g.devices.count; ++i) {
+      for (int j = 0; j < g.devices.count; ++j) {
+        if (i == j) continue;
+        int can = 0;
+        hipDeviceCanAccessPeer(&can, ids[i], ids[j]);
+        if (!can) {
+          return FailedPrecondition(
+              StrCat("jax_aiter: the peer tier needs peer access between "
+                     "the mesh's devices; device ",
+                     ids[i], " cannot access device ", ids[j]));
+        }
+        JAX_AITER_RETURN_IF_ERROR(on_device(ids[i], [&]() -> Status {
+          const hipError_t e = hipDeviceEnablePeerAccess(ids[j], 0);
+          if (e != hipSuccess && e != hipErrorPeerAccessAlreadyEnabled) {
+            return Hip::error(e, StrCat("hipDeviceEnablePeerAccess(", ids[i], " -> ", ids[j], ")"));
+          }
+          return {};
+        }));
+      }
+    }
+    K::PeerTable table{};
+    for (int i = 0; i < g.devices.count; ++i) {
+      table.slots[i] = static_cast<K::PeerSlot*>(g.slots[i]);
+      void* mapped = nullptr;
+      if (hipError_t e = hipHostGetDevicePointer(&mapped, g.mailboxes[i], 0); e != hipSuccess) {
+        return Hip::error(e, "hipHostGetDevicePointer(peer mailbox)");
+      }
+      table.mailboxes[i] = static_cast<K::PeerMailbox*>(mapped);
+    }
+    for (int i = 0; i < g.devices.count; ++i) {
+      JAX_AITER_RETURN_IF_ERROR(on_device(ids[i], [&]() -> Status {
+        void* t = nullptr;
+        if (hipError_t e = hipMalloc(&t, sizeof table); e != hipSuccess) {
+          return Hip::error(e, "hipMalloc(peer table)");
+        }
+        if (hipError_t e = hipMemcpy(t, &table, sizeof table, hipMemcpyHostToDevice);
+            e != hipSuccess) {
+          return Hip::error(e, "hipMemcpy(peer table)");
+        }
+        g.tables[i] = t;
+        return {};
+      }));
+    }
+    return {};
+  }
+
+  static Status zero(PeerGroup& g) {
+    for (int i = 0; i < g.devices.count; ++i) {
+      JAX_AITER_RETURN_IF_ERROR(on_device(g.devices.ids[i], [&]() -> Status {
+        if (hipError_t e = hipMemset(g.slots[i], 0, sizeof(kernels::peer::PeerSlot));
+            e != hipSuccess) {
+          return Hip::error(e, "hipMemset(peer slot)");
+        }
+        return {};
+      }));
+      *g.mailboxes[i] = {};
+    }
+    return {};
+  }
+};
 
 }  // namespace jax_aiter::runtime

@@ -23,6 +23,7 @@
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/runtime/backend.hpp"
 #include "jax_aiter/runtime/device_cache.hpp"
+#include "jax_aiter/runtime/peer_groups.hpp"
 
 namespace jax_aiter::runtime {
 
@@ -59,8 +60,32 @@ struct HostTwinRegistrar {
   }
 };
 
+// The host's peer groups: every mesh CPU device's slot and mailbox in this process's memory, one
+// table for all (the peers are threads of this process).
+struct HostPeerMemory {
+  static constexpr bool kTablePerDevice = false;
+  static Status make(PeerGroup& g) {
+    auto* table = new kernels::peer::PeerTable{};
+    for (int i = 0; i < g.devices.count; ++i) {
+      auto* slot = new kernels::peer::PeerSlot{};
+      g.slots[i] = table->slots[i] = slot;
+      g.mailboxes[i] = table->mailboxes[i] = new kernels::peer::PeerMailbox{};
+    }
+    g.tables.fill(table);
+    return {};
+  }
+  static Status zero(PeerGroup& g) {
+    for (int i = 0; i < g.devices.count; ++i) {
+      *static_cast<kernels::peer::PeerSlot*>(g.slots[i]) = {};
+      *g.mailboxes[i] = {};
+    }
+    return {};
+  }
+};
+
 struct Host {
   static constexpr BackendKind kKind = BackendKind::kHost;
+  using PeerMemory = HostPeerMemory;
   static constexpr bool kCommandBufferCompatible = false;  // no command buffers on the CPU
   using Stream = void*;
 

@@ -1,0 +1,29 @@
+// How the peer exchange meets XLA: operands in call order and its attributes.
+//   aiter.peer_all_to_all  (rows, src, position) -> (recv, counts, status)
+//                          attributes devices, stride, timeout_ms
+#pragma once
+
+#include <array>
+
+#include "jax_aiter/ffi/binder.hpp"
+#include "jax_aiter/ffi/spec.hpp"
+#include "jax_aiter/ops/peer_all_to_all.hpp"
+
+namespace jax_aiter::ffi {
+
+template <>
+struct FfiSpec<ops::PeerAllToAll> {
+  using P = ops::PeerAllToAll::Params;
+  static constexpr std::array operands{
+      input("rows", &P::rows),  input("src", &P::src),        input("position", &P::position),
+      output("recv", &P::recv), output("counts", &P::counts), output("status", &P::status)};
+  static constexpr std::array attributes{attr<&P::devices>("devices", kRequired),
+                                         attr<&P::stride>("stride", kRequired),
+                                         attr<&P::timeout_ms>("timeout_ms", kRequired)};
+};
+
+// This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("peer_all_to_all", Backend) (ops.cmake).
+template <>
+struct OpHandlers<"peer_all_to_all"> : HandlerList<ops::PeerAllToAll> {};
+
+}  // namespace jax_aiter::ffi

@@ -1,0 +1,55 @@
+// Facts of the intra-node peer exchange (aiter.peer_all_to_all, the peer tier of moe_dispatch /
+// moe_combine) that the kernel source (kernels_co/peer_all_to_all.kernel.cpp), the host twins and
+// the runtime's peer groups (runtime/peer_groups.hpp) all read. Plain C++ with no includes.
+//
+// Every device of a group owns one PeerSlot in its own memory (allocated once per group, peer
+// access enabled between the devices); a call on rank `me` at call number e (the slot's epoch):
+//   publish: epoch = e; recv = the call's receive buffer; ready = e (after recv, system scope)
+//   send:    for each peer d: wait until slot[d].ready == e, then store the rows for d straight
+//            into slot[d].recv (block `me`), then slot[d].count[me] = rows; slot[d].done[me] = e
+//   receive: wait until done[s] == e for every s; zero the rows of block s past count[s]
+// A peer that misses the bound (timeout_ns) is skipped and named in the status output and in the
+// host-visible mailbox; the slot's ready is then poisoned (kPoisoned), so that a late peer waiting
+// for it times out too instead of storing into a buffer XLA has since reused.
+#pragma once
+
+namespace jax_aiter::kernels::peer {
+
+inline constexpr int kMaxPeers = 16;        // ranks of one peer group (one node's GPUs)
+inline constexpr int kMaxMeshDevices = 64;  // devices of the mesh attribute
+inline constexpr int kSendThreads = 256;    // threads of a send block (16-byte words of a row)
+inline constexpr int kReceiveThreads = 256;
+inline constexpr unsigned long long kPoisoned = 1ull << 62;
+
+// Status codes (status output [0], mailbox code).
+inline constexpr int kOk = 0;
+inline constexpr int kTimeoutReady = 1;  // a peer never published this call's receive buffer
+inline constexpr int kTimeoutDone = 2;   // a peer published it but never finished sending to us
+
+// One device's slot, read and written by every rank of its group (all fields 8-byte aligned).
+struct PeerSlot {
+  unsigned long long epoch;             // calls this device has started (its own kernels only)
+  unsigned long long ready;             // epoch whose recv is published (or poisoned)
+  unsigned long long recv;              // that call's receive buffer, as an address
+  unsigned long long failed;            // bit s: this call gave up on rank s
+  unsigned long long done[kMaxPeers];   // done[s]: the last epoch rank s finished sending to us
+  unsigned long long count[kMaxPeers];  // count[s]: rows rank s sent in that epoch
+  unsigned long long sent_blocks[kMaxPeers];  // send blocks of ours finished per destination
+};
+
+// What a device's kernels write for the host on a timeout (pinned, host-mapped memory).
+struct PeerMailbox {
+  unsigned int code;  // kOk or a timeout code
+  unsigned int peer;  // the rank waited for
+  unsigned long long epoch;
+  unsigned long long waited_ns;
+};
+
+// The per-device table a call's kernels read: every mesh device's slot and mailbox (addresses
+// valid on this device).
+struct PeerTable {
+  PeerSlot* slots[kMaxMeshDevices];
+  PeerMailbox* mailboxes[kMaxMeshDevices];
+};
+
+}  // namespace jax_aiter::kernels::peer

@@ -1,0 +1,209 @@
+// The intra-node peer exchange, the peer tier of moe_dispatch / moe_combine: each rank of a mesh
+// axis sends rows of its own to the other ranks' receive buffers, storing them straight into the
+// peer devices' memory (one process owning the devices, peer access enabled), with completion
+// flags in device memory and a bounded wait (kernels/shared/peer_all_to_all.h). Parameters,
+// validation and launch plan; pure C++ (no HIP, no XLA).
+//
+//   aiter.peer_all_to_all  rows u8 [R, B], src i32 [n, C], position i32 [2]
+//                          -> recv u8 [n, C, B], counts i32 [n], status i32 [4]
+//     recv[s, c] = rank s's rows[src_s[me, c]] for c < counts[s], zeros past it; src[d, :] is a
+//     prefix of row indices ended by -1. position = (this device's index in the mesh, its index
+//     on the peer axis), computed in the program (axis_index). Attributes: devices, the mesh's
+//     device ordinals in mesh order ("0,1,2,3"); stride, the mesh-index distance between
+//     neighbours on the peer axis; timeout_ms, the bound on every wait.
+//     status = (0 or the timeout code, the rank waited for, the exchange number, 0).
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+
+#include "jax_aiter/core/arch.hpp"
+#include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/core/status.hpp"
+#include "jax_aiter/core/verdict.hpp"
+#include "jax_aiter/kernels/peer_all_to_all.hpp"
+#include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/ops/dispatch.hpp"
+#include "jax_aiter/ops/tensor.hpp"
+#include "jax_aiter/runtime/peer_groups.hpp"
+
+namespace jax_aiter::ops {
+
+// "0,1,2,3" -> ordinals; an error text (without the op's name) if it is not a list of distinct
+// non-negative integers of at most kMaxMeshDevices.
+inline Expected<runtime::PeerDevices> parse_peer_devices(std::string_view text) {
+  runtime::PeerDevices out;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    int32_t v = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v < 0) {
+      return InvalidArgument(
+          StrCat("expected comma-separated device ordinals, got \"", text, "\""));
+    }
+    if (out.count == kernels::peer::kMaxMeshDevices) {
+      return InvalidArgument(StrCat("expected at most ", kernels::peer::kMaxMeshDevices,
+                                    " devices, got \"", text, "\""));
+    }
+    for (int i = 0; i < out.count; ++i) {
+      if (out.ids[i] == v) {
+        return InvalidArgument(
+            StrCat("expected distinct devices, got ", v, " twice in \"", text, "\""));
+      }
+    }
+    out.ids[out.count++] = v;
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+    if (rest.empty()) return InvalidArgument(StrCat("a trailing comma in \"", text, "\""));
+  }
+  if (out.count == 0) return InvalidArgument("expected at least one device, got \"\"");
+  return out;
+}
+
+struct PeerAllToAllParams {
+  Tensor rows;      // u8 [R, B]
+  Tensor src;       // i32 [n, C]
+  Tensor position;  // i32 [2]
+  Tensor recv;      // u8 [n, C, B]
+  Tensor counts;    // i32 [n]
+  Tensor status;    // i32 [4]
+  std::string_view devices;
+  int64_t stride = 1;
+  int64_t timeout_ms = 10000;
+  Dispatch dispatch;
+  const void* table = nullptr;  // the runtime's PeerTable on this device (the handler fills it)
+
+  int64_t ranks() const { return src.rank == 2 ? src.dims[0] : 0; }
+  int64_t capacity() const { return src.rank == 2 ? src.dims[1] : 0; }
+  int64_t row_bytes() const { return rows.rank == 2 ? rows.dims[1] : 0; }
+  runtime::PeerDevices parsed_devices() const {
+    auto d = parse_peer_devices(devices);
+    return d ? *d : runtime::PeerDevices{};
+  }
+};
+
+// Send blocks per destination: about four blocks an SM over all destinations (a 256-thread block
+// keeps 16 KB of loads in flight), at most one a row.
+constexpr int64_t peer_blocks_per_peer(int64_t ranks, int64_t capacity, int compute_units) {
+  return std::clamp<int64_t>(ceil_div(4 * compute_units, ranks), 1, std::max<int64_t>(capacity, 1));
+}
+
+struct PeerAllToAllKernels {
+  static constexpr std::string_view kName = "peer";
+  using Params = PeerAllToAllParams;
+
+  static Verdict supports(const Params&, const Target&) { return Verdict::yes(); }
+
+  static void plan(const Params& p, const Target& target, kernels::Plan& plan) {
+    namespace K = kernels::peer;
+    const int64_t n = p.ranks(), c = p.capacity();
+    const int64_t per_peer = peer_blocks_per_peer(n, c, target.compute_units);
+    const kernels::PeerAllToAllArgs args{
+        p.rows.data,
+        p.src.data,
+        p.position.data,
+        p.recv.data,
+        p.counts.data,
+        p.status.data,
+        p.table,
+        p.row_bytes(),
+        p.timeout_ms * 1000000,
+        static_cast<int32_t>(p.rows.rank == 2 ? p.rows.dims[0] : 0),
+        static_cast<int32_t>(c),
+        static_cast<int32_t>(n),
+        static_cast<int32_t>(p.stride),
+        static_cast<int32_t>(per_peer),
+        0};
+    plan.launch(kernels::kPeerPublish, {1, 1, 1}, {32, 1, 1}, args);
+    plan.launch(kernels::kPeerSend, {static_cast<uint32_t>(n * per_peer), 1, 1},
+                {K::kSendThreads, 1, 1}, args);
+    plan.launch(kernels::kPeerReceive, {static_cast<uint32_t>(n), 1, 1}, {K::kReceiveThreads, 1, 1},
+                args);
+    plan.note("blocks_per_peer", per_peer);
+  }
+};
+
+struct PeerAllToAll {
+  static constexpr std::string_view kName = "aiter.peer_all_to_all";
+  using Params = PeerAllToAllParams;
+  using Tiers = std::tuple<PeerAllToAllKernels>;
+  static constexpr bool kUsesPeerGroup = true;
+  static constexpr int64_t kMaxTimeoutMs = 3600 * 1000;
+
+  static Status validate(const Params& p) {
+    namespace K = kernels::peer;
+    const Tensor &rows = p.rows, &src = p.src;
+    if (src.dtype != DType::kI32 || src.rank != 2 || src.dims[0] < 1 ||
+        src.dims[0] > K::kMaxPeers || src.dims[1] < 1) {
+      return operand_error(kName, "src",
+                           StrCat("expected i32[n, C] with 1 <= n <= ", K::kMaxPeers,
+                                  " ranks and C >= 1, got ", describe(src)));
+    }
+    const int64_t n = p.ranks(), c = p.capacity();
+    if (rows.dtype != DType::kU8 || rows.rank != 2 || rows.dims[1] < 16 || rows.dims[1] % 16 ||
+        rows.dims[0] > INT32_MAX) {
+      return operand_error(kName, "rows",
+                           StrCat("expected u8[R, B] with B a positive multiple of 16 bytes (the "
+                                  "kernels move 16-byte words), got ",
+                                  describe(rows)));
+    }
+    const int64_t b = p.row_bytes();
+    if (p.position.dtype != DType::kI32 || p.position.rank != 1 || p.position.dims[0] != 2) {
+      return operand_error(
+          kName, "position",
+          StrCat("expected i32[2] (mesh index, axis index), got ", describe(p.position)));
+    }
+    const Tensor& recv = p.recv;
+    if (recv.dtype != DType::kU8 || recv.rank != 3 || recv.dims[0] != n || recv.dims[1] != c ||
+        recv.dims[2] != b) {
+      return operand_error(kName, "recv",
+                           StrCat("expected u8[", n, ", ", c, ", ", b,
+                                  "] (n and C from src, B from rows), got ", describe(recv)));
+    }
+    if (p.counts.dtype != DType::kI32 || p.counts.rank != 1 || p.counts.dims[0] != n) {
+      return operand_error(kName, "counts",
+                           StrCat("expected i32[", n, "], got ", describe(p.counts)));
+    }
+    if (p.status.dtype != DType::kI32 || p.status.rank != 1 || p.status.dims[0] != 4) {
+      return operand_error(kName, "status", StrCat("expected i32[4], got ", describe(p.status)));
+    }
+    auto devices = parse_peer_devices(p.devices);
+    if (!devices) {
+      return InvalidArgument(StrCat(kName, ": attribute devices: ", devices.status().message()));
+    }
+    if (devices->count % n != 0) {
+      return InvalidArgument(StrCat(kName, ": attribute devices: expected a multiple of the ", n,
+                                    " ranks of src, got ", devices->count, " devices"));
+    }
+    if (p.stride < 1 || p.stride * (n - 1) >= devices->count) {
+      return InvalidArgument(StrCat(kName,
+                                    ": attribute stride: expected 1 <= stride and stride * (", n,
+                                    " - 1) < ", devices->count, " devices, got ", p.stride));
+    }
+    if (p.timeout_ms < 1 || p.timeout_ms > kMaxTimeoutMs) {
+      return InvalidArgument(StrCat(kName, ": attribute timeout_ms: expected 1 to ", kMaxTimeoutMs,
+                                    ", got ", p.timeout_ms));
+    }
+    if (n * c * b > (int64_t{1} << 40)) {
+      return operand_error(kName, "recv", StrCat("too large: ", describe(recv)));
+    }
+    for (const auto& [t, name] : {std::pair<const Tensor*, std::string_view>{&p.src, "src"},
+                                  {&p.position, "position"},
+                                  {&p.recv, "recv"},
+                                  {&p.counts, "counts"},
+                                  {&p.status, "status"}}) {
+      if (t->data == nullptr) return operand_error(kName, name, "null data pointer");
+    }
+    if (rows.dims[0] > 0 && rows.data == nullptr) {
+      return operand_error(kName, "rows", "null data pointer");
+    }
+    return {};
+  }
+};
+
+}  // namespace jax_aiter::ops
