@@ -41,6 +41,7 @@
 // Build: as gemm.kernel.cpp (nvcc -cubin -arch=sm_90 ...; clang++-22 -x hip ... with
 // -fhip-kernel-arg-name for the argument names).
 #include "jax_aiter/kernels/shared/aiter_fmoe.h"
+#include "jax_aiter_fmoe_twin.hpp"     // act, e4m3, GateUp (shared with the two-stage twins)
 #include "jax_aiter_gemm_i8_tile.hpp"  // atomic_cas_device, load_coherent
 
 #if defined(__CUDACC__)
@@ -68,97 +69,36 @@ struct Args {
 };
 
 inline constexpr int kMaxTile = 512;  // the widest subGU_n
-inline constexpr float kNaN = __builtin_nanf("");
-
-JA_DEVICE float exp_(float x) {
-#if defined(__CUDACC__)
-  return expf(x);
-#else
-  return __builtin_expf(x);
-#endif
-}
-
-// erf(x) to about 1.2e-7 relative (Numerical Recipes' erfc, Chebyshev-fitted): no libcall needed
-// on AMD (-nogpulib has no erff).
-JA_DEVICE float erf_(float x) {
-  const float z = x < 0.f ? -x : x;
-  const float t = 1.f / (1.f + 0.5f * z);
-  const float p =
-      -z * z - 1.26551223f +
-      t * (1.00002368f +
-           t * (0.37409196f +
-                t * (0.09678418f +
-                     t * (-0.18628806f +
-                          t * (0.27886807f +
-                               t * (-1.13520398f +
-                                    t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
-  const float erfc = t * exp_(p);
-  return x < 0.f ? erfc - 1.f : 1.f - erfc;
-}
-
-JA_DEVICE float act(int gelu, float g) {
-  if (!gelu) return g / (1.f + exp_(-g));
-  return 0.5f * g * (1.f + erf_(g * 0.70710678f));
-}
-
-// An e4m3 byte's value: e4m3fn (bias 7, S.1111.111 NaN) or e4m3fnuz (bias 8, 0x80 NaN).
-JA_DEVICE float e4m3(uint32_t b, bool fnuz) {
-  if (fnuz ? b == 0x80u : (b & 0x7fu) == 0x7fu) return kNaN;
-  const uint32_t e = (b >> 3) & 0xfu, m = b & 7u;
-  const int bias = fnuz ? 8 : 7;
-  const float v = e == 0
-                      ? static_cast<float>(m) * (fnuz ? 0x1p-10f : 0x1p-9f)
-                      : bits_to_float(((e + 127u - static_cast<uint32_t>(bias)) << 23) | (m << 20));
-  return (b & 0x80u) ? -v : v;
-}
 
 struct Call {
   const Row& r;
   const Args& a;
   bool fnuz;
 
-  JA_DEVICE float weight(unsigned char b) const {
-    return r.quant == kPertokenInt8 ? static_cast<float>(static_cast<signed char>(b))
-                                    : e4m3(b, fnuz);
+  JA_DEVICE GateUp reader() const {
+    return GateUp{r.quant == kPertokenInt8,
+                  block_scaled(),
+                  r.quant == kBlockscaleBf16,
+                  fnuz,
+                  a.X,
+                  a.GU,
+                  a.XQ,
+                  a.GUQ,
+                  a.Xs,
+                  a.eGUs,
+                  a.eGUQs,
+                  a.dim,
+                  a.tokens};
   }
-  JA_DEVICE float x(uint32_t t, uint32_t k) const {
-    const auto* row = static_cast<const unsigned char*>(a.X) + static_cast<uint64_t>(t) * a.Xs;
-    if (r.quant == kBlockscaleBf16) return BF16::load(reinterpret_cast<const uint16_t*>(row)[k]);
-    return weight(row[k]);
-  }
+  JA_DEVICE float weight(unsigned char b) const { return reader().weight(b); }
   JA_DEVICE static float scale(const void* base, uint32_t expert_bytes, uint32_t e, uint64_t i) {
-    return reinterpret_cast<const float*>(static_cast<const unsigned char*>(base) +
-                                          static_cast<uint64_t>(e) * expert_bytes)[i];
+    return GateUp::scale(base, expert_bytes, e, i);
   }
   JA_DEVICE bool block_scaled() const {
     return r.quant == kBlockscaleFp8 || r.quant == kBlockscaleBf16;
   }
-
   // x[t] . w1[e][n], dequantized.
-  JA_DEVICE float gate_up(uint32_t t, uint32_t e, uint32_t n) const {
-    const auto* w = static_cast<const unsigned char*>(a.GU) + static_cast<uint64_t>(e) * a.eGUs;
-    const uint32_t hidden = a.dim;
-    if (!block_scaled()) {
-      float s = 0.f;
-      for (uint32_t k = 0; k < hidden; ++k)
-        s += x(t, k) * weight(w[L::shuffled_offset(n, k, hidden)]);
-      return s * scale(a.XQ, 0, 0, t) * scale(a.GUQ, a.eGUQs, e, n);
-    }
-    const uint32_t kb_count = hidden / L::kScaleBlock;
-    float total = 0.f;
-    for (uint32_t kb = 0; kb < kb_count; ++kb) {
-      float s = 0.f;
-      for (uint32_t k = kb * L::kScaleBlock; k < (kb + 1) * L::kScaleBlock; ++k) {
-        s += x(t, k) * weight(w[L::shuffled_offset(n, k, hidden)]);
-      }
-      const float xs = r.quant == kBlockscaleFp8
-                           ? scale(a.XQ, 0, 0, static_cast<uint64_t>(kb) * a.tokens + t)
-                           : 1.f;
-      total += s * xs *
-               scale(a.GUQ, a.eGUQs, e, static_cast<uint64_t>(n / L::kScaleBlock) * kb_count + kb);
-    }
-    return total;
-  }
+  JA_DEVICE float gate_up(uint32_t t, uint32_t e, uint32_t n) const { return reader()(t, e, n); }
 
   // sum over j in [j0, j1) of h[j - j0] w2[e][c][j], dequantized.
   JA_DEVICE float down(uint32_t e, uint32_t c, uint32_t j0, uint32_t j1, const float* h) const {

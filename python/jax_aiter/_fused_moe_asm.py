@@ -267,6 +267,137 @@ def asm_fused_moe(x, w1: ShuffledWeight, w2: ShuffledWeight, topk_weights, topk_
     return _fused_moe(x, w1d, w2d, topk_weights, topk_ids, w1_scale, w2_scale, Static(config))
 
 
+# ---- the two-stage family's stage 1 --------------------------------------------------------------
+
+STAGE1_TARGET = "aiter.fused_moe_stage1"
+# The modes AITER's stage-1 kernels take (csrc/py_itfs_cu/asm_moe_2stage.cu get_cfg): x always
+# 8-bit (no a16 list).
+STAGE1_QUANTS = ("fp8_per_token", "int8_per_token", "fp8_block_scale")
+# The block sizes the fmoe_2stages rows take (their tile_m), in the order a forced kernel's is
+# looked for; without one the call takes AITER's own block_m rule (the plan's note aiter_block_m).
+STAGE1_BLOCKS = (32, 16, 64, 128, 48, 80, 96, 112, 144, 160)
+
+
+def _stage1_out(tokens: int, topk: int, inter: int, quant: str, w_dtype):
+    """(dtype, shape) of stage 1's out: bf16 [T, k, I], or for block scales one fp8 buffer
+    [T + ceil(4T/128), k, I]: the values, then their f32 scales (kernels/shared/
+    aiter_fmoe_2stages.h)."""
+    if quant == "fp8_block_scale":
+        return jnp.dtype(w_dtype), (tokens + (4 * tokens + FP8_BLOCK - 1) // FP8_BLOCK, topk, inter)
+    return jnp.dtype(jnp.bfloat16), (tokens, topk, inter)
+
+
+def _io1(x, w1, sorted_, x_scale, w1_scale, *, topk, block_m, activation, quant, weight_first,
+         kernel):
+    inputs = {"x": x, "w1": w1, "sorted_token_ids": sorted_[0], "sorted_weights": sorted_[1],
+              "sorted_expert_ids": sorted_[2], "num_valid_ids": sorted_[3], "x_scale": x_scale,
+              "w1_scale": w1_scale}
+    attributes = {"w_layout": "x".join(str(v) for v in FMOE_LAYOUT), "topk": int(topk),
+                  "block_m": int(block_m), "activation": activation, "quant": quant,
+                  "weight_first": bool(weight_first), "kernel": kernel or ""}
+    return inputs, attributes
+
+
+def _pick_block_m1(x, w1, x_scale, w1_scale, out, topk, experts, attrs, dispatch) -> int:
+    """The sorting's block size for stage 1 on the ASM tier's arch: a forced kernel's tile_m, else
+    AITER's rule (the C++ plan's note aiter_block_m: get_block_size_M, or 64/16 for block scales);
+    32 where no AMD arch is known or no block size plans (the call then says why)."""
+    arch = _asm_arch(dispatch)
+    if arch is None:
+        return STAGE1_BLOCKS[0]
+    why = None  # a forced kernel's reason, other than its block size
+    for block_m in STAGE1_BLOCKS:
+        inputs, attributes = _io1(x, w1, _sds(_sorted_shapes(x.shape[0], topk, experts, block_m)),
+                                  x_scale, w1_scale, topk=topk, block_m=block_m, **attrs)
+        operands = {n: None if a is None else (a.dtype, a.shape) for n, a in inputs.items()}
+        operands["out"] = out
+        attributes.update(dispatch.attributes())
+        try:
+            plan = _ffi.plan(STAGE1_TARGET, operands, attributes, arch, dispatch.asm_cus or 0)
+        except ValueError:
+            return STAGE1_BLOCKS[0]
+        if plan["chosen"] is None:
+            verdict = plan["tiers"][0]["verdict"] if plan["tiers"] else ""
+            if attrs["kernel"] and "the sorting's block_m" not in verdict:
+                why = why or verdict
+            continue
+        if attrs["kernel"]:
+            return block_m
+        return int(plan["chosen"]["plan"]["notes"]["aiter_block_m"])
+    if why:  # the forced kernel cannot run the call at its own block size: say why, now
+        raise ValueError(f"{STAGE1_TARGET}: attribute kernel: {attrs['kernel']!r} cannot run this "
+                         f"call on {arch}: {why}")
+    return STAGE1_BLOCKS[0]
+
+
+def asm_stage1(x, w1, topk_weights, topk_ids, *, activation: str, quant: str, w1_scale,
+               weight_first: bool, kernel: str, block_m: int | None, dispatch: Dispatch):
+    """Stage 1 of AITER's two-stage fused MoE on its fmoe_2stages kernels: x quantized as the
+    mode says, the routing sorted at block_m (None: AITER's rule, or a forced kernel's), one
+    aiter.fused_moe_stage1 call. Returns (a [T, k, I], a_scale): a bf16 and a_scale None (per
+    token), or a of w1's fp8 with a_scale f32 [T * k, I/128] (block scales). Entries of ids
+    outside [0, E) stay 0. Validates on shapes first (ValueError naming the operand)."""
+    t, k = topk_ids.shape
+    experts = w1.shape[0]
+    inter = w1.shape[1] // 2
+    attrs = {"activation": activation, "quant": quant, "weight_first": weight_first,
+             "kernel": kernel}
+    xq, x_scale = _x_operands(x, quant, w1.dtype)
+    out = _stage1_out(t, k, inter, quant, w1.dtype)
+    if block_m is None:
+        block_m = _pick_block_m1(xq, w1, x_scale, w1_scale, out, k, experts, attrs, dispatch)
+    inputs, attributes = _io1(xq, w1, _sds(_sorted_shapes(t, k, experts, block_m)), x_scale,
+                              w1_scale, topk=k, block_m=block_m, **attrs)
+    outputs = {"out": (out[1], out[0])}
+    if not _call.validate(STAGE1_TARGET, inputs=inputs, outputs=outputs, attributes=attributes,
+                          dispatch=dispatch):
+        a = jnp.zeros((t, k, inter), jnp.bfloat16 if quant != "fp8_block_scale" else w1.dtype)
+        return a, (None if quant != "fp8_block_scale" else
+                   jnp.ones((t * k, inter // FP8_BLOCK), jnp.float32))
+    xq, x_scale = _quantize_x(x, quant, w1.dtype)
+    sorted_ = moe_sorting(topk_ids, topk_weights.astype(_F32), experts, block_m)
+    inputs, attributes = _io1(xq, w1, tuple(sorted_), x_scale, w1_scale, topk=k,
+                              block_m=block_m, **attrs)
+    buf = _call.call(STAGE1_TARGET, inputs=inputs, outputs=outputs, attributes=attributes,
+                     dispatch=dispatch)["out"]
+    if quant != "fp8_block_scale":
+        return buf, None
+    n = t * k * (inter // FP8_BLOCK)
+    raw = jax.lax.bitcast_convert_type(buf[t:].reshape(-1), jnp.uint8)[:4 * n]
+    scale = jax.lax.bitcast_convert_type(raw.reshape(n, 4), jnp.float32)
+    return buf[:t], scale.reshape(t * k, inter // FP8_BLOCK)
+
+
+def describe_stage1(tokens: int, experts: int, topk: int, hidden: int, inter: int,
+                    quant: str = "fp8_per_token", activation: str = "silu", arch: str = "gfx942",
+                    block_m: int = 32, kernel: str | None = None, weight_first: bool = False):
+    """The aiter.fused_moe_stage1 call jax-aiter-plan describes (after moe_sorting at block_m)."""
+    if quant not in STAGE1_QUANTS:
+        raise ValueError(f"{STAGE1_TARGET}: quant: expected one of {STAGE1_QUANTS}, got "
+                         f"{quant!r}")
+    w = "int8" if quant == "int8_per_token" else jnp.dtype(fp8_dtype(arch)).name
+    t, e, h, i = tokens, experts, hidden, inter
+    b = FP8_BLOCK
+    scales = ((t, 1), (e, 2 * i, 1)) if quant != "fp8_block_scale" else (
+        (h // b, t), (e, 2 * i // b, h // b))
+    out_dtype, out_shape = _stage1_out(t, topk, i, quant, w if w != "int8" else np.int8)
+    inputs, attributes = _io1(
+        (w, (t, h)), (w, (e, 2 * i, h)),
+        [(np.dtype(d).name, s) for d, s in _sorted_shapes(t, topk, e, block_m)],
+        ("float32", scales[0]), ("float32", scales[1]), topk=topk, block_m=block_m,
+        activation=activation, quant=quant, weight_first=weight_first, kernel=kernel)
+    operands = dict(inputs)
+    operands["out"] = (jnp.dtype(out_dtype).name, out_shape)
+    return STAGE1_TARGET, operands, attributes
+
+
+def _plan_stage1(p, args):
+    arch = args.asm_arch or args.arch
+    return describe_stage1(args.tokens, args.experts, args.topk, args.hidden, args.inter,
+                           args.quant if args.quant in STAGE1_QUANTS else "fp8_per_token",
+                           args.activation, arch, args.block_m, args.kernel, args.weight_first)
+
+
 # ---- jax-aiter-plan ------------------------------------------------------------------------------
 
 def describe(tokens: int, experts: int, topk: int, hidden: int, inter: int,
@@ -319,4 +450,5 @@ def _plan(p, args):
 # jax-aiter-plan's commands (tools.py finds them in public modules only: jax_aiter.fused_moe
 # re-exports them).
 _NEEDS = ("tokens", "experts", "topk", "hidden", "inter")
-PLAN_COMMANDS = {"asm_fused_moe": (_NEEDS, _plan), TARGET: (_NEEDS, _plan)}
+PLAN_COMMANDS = {"asm_fused_moe": (_NEEDS, _plan), TARGET: (_NEEDS, _plan),
+                 STAGE1_TARGET: (_NEEDS, _plan_stage1)}

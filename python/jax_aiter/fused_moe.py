@@ -27,7 +27,10 @@ mode runs ``grouped_gemm``'s fp8 block-scale kernels. AITER's fmoe ASM kernels (
 g1u1 rows, gfx942/gfx950; kernels/aiter/fmoe.hpp, python/jax_aiter/_fused_moe_asm.py) run a
 quantized call with pre-shuffled weights (``ShuffledWeight`` in (16, 16)) when the call asks for
 them (``dispatch=Dispatch("asm", arch)``, or ``kernel=``), or on a ROCm device by default; on the
-CPU and on sm_90 they run as their ABI twins.
+CPU and on sm_90 they run as their ABI twins. ``stages=2`` (or ``kernel=`` naming a stage-1 row)
+runs AITER's two-stage tier: its fmoe_2stages stage-1 ASM kernel (aiter.fused_moe_stage1: x . w1
+and the activation) then our stage 2 (``_stage2``: the down projection as one grouped GEMM, the
+top-k sum), AITER's own stage 2 being a CK kernel (docs/ops/moe.md).
 
 Gradients: bf16/f16 (``quant=None``) through ``grouped_gemm``'s custom_vjp (dgrad and wgrad as
 grouped GEMMs) and jnp for the rest: x, w1, w2 and topk_weights. Quantized modes raise.
@@ -172,7 +175,102 @@ def _moe_bwd(config, res, g):
 _moe.defvjp(_moe_fwd, _moe_bwd)
 
 
-def _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_scale):
+# ---- the two-stage ASM tier: AITER's stage 1, our stage 2 ----------------------------------------
+
+def _stage2(a, a_scale, w2, w2_scale, topk_weights, topk_ids, quant, weight_first, out_dtype):
+    """Our stage 2 (AITER's is a CK kernel): the down projection of stage 1's a [T, k, I] by the
+    routed experts' w2 [E, H, I] (plain row-major) as one grouped GEMM over the (token, slot)
+    entries sorted by expert (the portable tier's _gemm: a per-token mode quantizes a per row as
+    AITER's fused_moe_2stages does before its stage 2; block scales read stage 1's own fp8 a and
+    scales), then the top-k weighted sum back to the tokens (weight_first: stage 1 applied it)."""
+    t, k, inter = a.shape
+    e = w2.shape[0]
+    ids = topk_ids.reshape(-1).astype(jnp.int32)
+    valid = (ids >= 0) & (ids < e)
+    key = jnp.where(valid, ids, e)
+    order = jnp.argsort(key, stable=True)
+    group_sizes = jnp.bincount(key, length=e + 1)[:e].astype(jnp.int32)
+    rows = a.reshape(t * k, inter)[order]
+    if quant == "fp8_blockscale":
+        o = grouped_gemm(rows, w2, group_sizes, x_scale=a_scale[order], w_scale=w2_scale,
+                         out_dtype=jnp.bfloat16).astype(jnp.float32)
+    else:
+        o = _channel_scale(_gemm(rows, w2, w2_scale, group_sizes, quant), w2_scale,
+                           jnp.minimum(key[order], e - 1))
+    w = jnp.ones((t * k,), jnp.float32) if weight_first else topk_weights.reshape(-1).astype(
+        jnp.float32)
+    w = jnp.where(valid[order], w[order], 0.0)
+    out = jnp.zeros((t, w2.shape[1]), jnp.float32).at[order // k].add(o * w[:, None])
+    return out.astype(out_dtype)
+
+
+def _two_stage_forward(x, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, config):
+    activation, quant, weight_first, kernel, block_m, dispatch = config
+    a, a_scale = _fused_moe_asm.asm_stage1(
+        x, w1, topk_weights, topk_ids, activation=activation, quant=_ASM_QUANT[quant],
+        w1_scale=w1_scale, weight_first=weight_first, kernel=kernel, block_m=block_m,
+        dispatch=dispatch)
+    return _stage2(a, a_scale, w2, w2_scale, topk_weights, topk_ids, quant, weight_first, x.dtype)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(7,))
+def _two_stage(x, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, config):
+    return _two_stage_forward(x, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale,
+                              config.value)
+
+
+def _two_stage_no_grad(*_):
+    raise TypeError(f"{_OP}: the two-stage ASM fused MoE is an inference op: it has no gradient "
+                    "(differentiate the bf16 model, quant=None, instead)")
+
+
+_two_stage.defvjp(lambda *args: _two_stage_no_grad(), lambda config, res, g: _two_stage_no_grad())
+
+
+def _is_stage1_kernel(kernel) -> bool:
+    return bool(kernel) and "fmoe_stage1_" in kernel
+
+
+def _fused_moe_2stages(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_scale,
+                       kernel, weight_first, block_m, dispatch):
+    if quant not in _ASM_QUANT:
+        raise ValueError(f"{_OP}: attribute quant: AITER's two-stage (fmoe_2stages) kernels take "
+                         f"{tuple(_ASM_QUANT)}; got {quant!r}")
+    if weight_first and quant != "fp8_per_token":
+        raise ValueError(f"{_OP}: attribute weight_first: AITER's doweight stage-1 kernels take "
+                         f"quant 'fp8_per_token' only; got {quant!r}")
+    if kernel and not _is_stage1_kernel(kernel):
+        raise ValueError(f"{_OP}: attribute kernel: stages=2 runs AITER's fmoe_2stages stage-1 "
+                         f"kernels (fmoe_stage1_...); got {kernel!r}")
+    for name, w in (("w1", w1), ("w2", w2)):
+        if not isinstance(w, ShuffledWeight):
+            raise TypeError(f"{_OP}: operand {name}: AITER's fmoe_2stages kernels read weights "
+                            f"pre-shuffled in (16, 16): expected a ShuffledWeight "
+                            f"(jax_aiter.shuffle_weight(w, (16, 16))), got {type(w).__name__}")
+    w1d = _fused_moe_asm._weight(w1, "w1")
+    _fused_moe_asm._weight(w2, "w2")
+    # Stage 2 is ours: it reads w2 plain (unshuffled in the graph, a copy per call).
+    w2p = jax.vmap(lambda d: unshuffle_weight(ShuffledWeight(d, w2.layout)))(w2.data)
+    x = jnp.asarray(x)
+    topk_weights, topk_ids = jnp.asarray(topk_weights), jnp.asarray(topk_ids)
+    w1_scale = None if w1_scale is None else jnp.asarray(w1_scale)
+    w2_scale = None if w2_scale is None else jnp.asarray(w2_scale)
+    _check(x, w1d, w2p, topk_weights, topk_ids, activation, quant, w1_scale, w2_scale,
+           w_dtype=w1d.dtype)
+    if x.shape[0] == 0:
+        return jnp.zeros(x.shape, x.dtype)
+    if block_m is not None and (isinstance(block_m, bool) or not isinstance(block_m, int)):
+        raise TypeError(f"{_OP}: attribute block_m: expected a static int or None, got "
+                        f"{type(block_m).__name__}")
+    dispatch = Dispatch("asm", dispatch.asm_arch if dispatch else None,
+                        dispatch.asm_cus if dispatch else None)
+    config = (activation, quant, bool(weight_first), kernel or "", block_m, dispatch)
+    return _two_stage(x, w1d, w2p, topk_weights, topk_ids.astype(jnp.int32), w1_scale, w2_scale,
+                      Static(config))
+
+
+def _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_scale,
+           w_dtype=None):
     def err(operand, msg):
         return ValueError(f"{_OP}: operand {operand}: {msg}")
 
@@ -198,10 +296,11 @@ def _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_sc
                                                                    jnp.floating):
         raise err("topk_weights", f"expected float {list(topk_ids.shape)} (that of topk_ids), got "
                   f"{topk_weights.dtype}{list(topk_weights.shape)}")
+    fp8 = w_dtype if w_dtype in (jnp.float8_e4m3fn, jnp.float8_e4m3fnuz) else fp8_dtype()
     want = {None: (x.dtype, None, None),
-            "fp8_per_token": (fp8_dtype(), (e, 2 * inter, 1), (e, h, 1)),
+            "fp8_per_token": (fp8, (e, 2 * inter, 1), (e, h, 1)),
             "int8_per_token": (jnp.int8, (e, 2 * inter, 1), (e, h, 1)),
-            "fp8_blockscale": (fp8_dtype(), (e, 2 * inter // FP8_BLOCK, h // FP8_BLOCK),
+            "fp8_blockscale": (fp8, (e, 2 * inter // FP8_BLOCK, h // FP8_BLOCK),
                                (e, h // FP8_BLOCK, inter // FP8_BLOCK))}[quant]
     for name, w in (("w1", w1), ("w2", w2)):
         if w.dtype != want[0]:
@@ -219,7 +318,8 @@ def _check(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale, w2_sc
 
 
 # jax-aiter-plan's command for this op (tools.py finds it here): the plan of AITER's tier.
-PLAN_COMMANDS = {"fused_moe": _fused_moe_asm.PLAN_COMMANDS["asm_fused_moe"]}
+PLAN_COMMANDS = {"fused_moe": _fused_moe_asm.PLAN_COMMANDS["asm_fused_moe"],
+                 "fused_moe_stage1": _fused_moe_asm.PLAN_COMMANDS[_fused_moe_asm.STAGE1_TARGET]}
 
 _ASM_QUANT = {"fp8_per_token": "fp8_per_token", "int8_per_token": "int8_per_token",
               "fp8_blockscale": "fp8_block_scale"}
@@ -242,7 +342,8 @@ def _wants_asm(w1, quant, kernel, dispatch) -> bool:
 
 def fused_moe(x, w1, w2, topk_weights, topk_ids, *, activation: str = "silu", quant=None,
               w1_scale=None, w2_scale=None, kernel: str | None = None,
-              dispatch: Dispatch | None = None):
+              dispatch: Dispatch | None = None, stages: int | None = None,
+              weight_first: bool = False):
     """The fused MoE layer (module docstring): x [T, H], w1 [E, 2I, H], w2 [E, H, I],
     topk_weights [T, k], topk_ids int [T, k] -> [T, H] in x's dtype.
 
@@ -250,7 +351,29 @@ def fused_moe(x, w1, w2, topk_weights, topk_ids, *, activation: str = "silu", qu
     read): the portable tier unshuffles them in the XLA graph first (a copy of the weights per
     call: keep plain weights where only the portable tier runs). ``kernel`` (an fmoe row by name)
     and ``dispatch`` (``Dispatch("asm", "gfx942")``: AITER's plan, run by its ABI twins off AMD)
-    pick AITER's tier for a quantized call."""
+    pick AITER's tier for a quantized call. ``stages=2`` (or ``kernel=`` naming one of AITER's
+    fmoe_2stages stage-1 kernels, "fmoe_stage1_...") runs AITER's two-stage tier: its stage-1 ASM
+    kernel (x . w1, the activation) then our portable stage 2 (the down projection as a grouped
+    GEMM, the top-k sum); ``stages=1`` (the default otherwise) AITER's one-stage fmoe kernels.
+    ``weight_first`` (fp8 per token, ASM tiers only) applies the top-k weight to the activation
+    before the down projection (AITER's doweight_stage1 / tkw1 kernels)."""
+    if stages is None:
+        stages = 2 if _is_stage1_kernel(kernel) else 1
+    if isinstance(stages, bool) or stages not in (1, 2):
+        raise ValueError(f"{_OP}: attribute stages: expected 1 or 2 (AITER's one- or two-stage "
+                         f"fused MoE) or None, got {stages!r}")
+    if stages == 2:
+        if dispatch is not None and dispatch.tier not in ("auto", "asm"):
+            raise ValueError(f"{_OP}: attribute stages: stages=2 runs AITER's two-stage ASM tier; "
+                             f"got dispatch tier {dispatch.tier!r}")
+        return _fused_moe_2stages(x, w1, w2, topk_weights, topk_ids, activation, quant, w1_scale,
+                                  w2_scale, kernel, weight_first, None, dispatch)
+    if _is_stage1_kernel(kernel):
+        raise ValueError(f"{_OP}: attribute kernel: {kernel!r} is a stage-1 kernel of AITER's "
+                         f"two-stage fused MoE: it needs stages=2 (or stages=None)")
+    if weight_first and not _wants_asm(w1, quant, kernel, dispatch):
+        raise ValueError(f"{_OP}: attribute weight_first: only AITER's tiers apply the top-k "
+                         f"weight first (dispatch=Dispatch('asm', arch) or stages=2)")
     if _wants_asm(w1, quant, kernel, dispatch):
         if quant not in _ASM_QUANT:
             raise ValueError(f"{_OP}: attribute quant: AITER's fmoe kernels take quantized "
@@ -264,7 +387,8 @@ def fused_moe(x, w1, w2, topk_weights, topk_ids, *, activation: str = "silu", qu
                                 f"{type(w).__name__}")
         return asm_fused_moe(x, w1, w2, topk_weights, topk_ids, activation=activation,
                              quant=_ASM_QUANT[quant], w1_scale=w1_scale, w2_scale=w2_scale,
-                             kernel=kernel, dispatch=dispatch or Dispatch("asm"))
+                             kernel=kernel, weight_first=weight_first,
+                             dispatch=dispatch or Dispatch("asm"))
     if isinstance(w1, ShuffledWeight):
         w1 = jax.vmap(lambda d: unshuffle_weight(ShuffledWeight(d, w1.layout)))(w1.data)
     if isinstance(w2, ShuffledWeight):

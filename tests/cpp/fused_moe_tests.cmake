@@ -1,4 +1,5 @@
-# Fused MoE (aiter.fused_moe) on AITER's one-stage fmoe family: the ASM tier's selection over a
+# Fused MoE (aiter.fused_moe) on AITER's one-stage fmoe family, and its two-stage family's stage 1
+# (aiter.fused_moe_stage1, fmoe_2stages; in the same programs): the ASM tier's selection over a
 # grid of problems against an independent rule; the family's argument structs against AITER's
 # code objects (check-aiter on an AITER checkout: point JAX_AITER_AITER_ROOT, at configure or run
 # time, at one; without it those cases skip); the rows' host twins running the tier's plans
@@ -6,9 +7,11 @@
 # Included from tests/cpp/CMakeLists.txt.
 
 set(_fmoe_csv ${PROJECT_SOURCE_DIR}/include/jax_aiter/kernels/shared/aiter_fmoe.csv)
+set(_fmoe2_csv ${PROJECT_SOURCE_DIR}/include/jax_aiter/kernels/shared/aiter_fmoe_2stages.csv)
 
 jax_aiter_test(test_fused_moe_select)
 target_compile_definitions(test_fused_moe_select PRIVATE JAX_AITER_FMOE_CSV="${_fmoe_csv}"
+                           JAX_AITER_FMOE_2STAGES_CSV="${_fmoe2_csv}"
                            JAX_AITER_TEST_AITER_ROOT="${JAX_AITER_AITER_ROOT}")
 # Some 700,000 selections per arch: seconds optimised, much longer unoptimised.
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)

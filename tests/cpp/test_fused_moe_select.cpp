@@ -4,7 +4,10 @@
 // table), every candidate keyed by (CU rounds, idle CUs, plain after persistent, table order) and
 // the minimum taken. Then AITER's own loop (restated) in two visiting orders, to show where its
 // choice depends on the order; the forced-kernel path; the declines; and one call planned end to
-// end (packed bytes, memset, grid).
+// end (packed bytes, memset, grid). Then the same for the two-stage family's stage 1
+// (ops/fused_moe_stage1.hpp): its rows parsed from aiter_fmoe_2stages.csv, AITER's block_m
+// (get_block_size_M, or 64/16 for block scales) and kernel rule written again, over a grid of
+// problems per arch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "jax_aiter/ops/fused_moe_asm.hpp"
+#include "jax_aiter/ops/fused_moe_stage1.hpp"
 
 #include "fmoe_csv_testing.hpp"
 
@@ -516,6 +520,230 @@ TEST(FmoeSelection, PlansAsAitersLauncherPacks) {
   none.quant = ja::ops::MoeQuant::kNone;
   EXPECT_NE(ja::ops::FusedMoeAsmTier::supports(none, target).verdict().text().find("g1u0"),
             std::string::npos);
+}
+
+// ---- the two-stage family's stage 1 -------------------------------------------------------------
+
+struct Row2 {
+  std::string symbol, code_object, quant;
+  int doweight = 0, tile_m = 0, tile_n = 0, on942 = 0, on950 = 0;
+};
+
+// aiter_fmoe_2stages.csv, read here with no help from the library.
+const std::vector<Row2>& rows2() {
+  static const std::vector<Row2> rows = [] {
+    std::vector<Row2> out;
+    FILE* f = std::fopen(JAX_AITER_FMOE_2STAGES_CSV, "r");
+    EXPECT_NE(f, nullptr) << JAX_AITER_FMOE_2STAGES_CSV;
+    if (f == nullptr) return out;
+    char line[512];
+    bool header = true;
+    while (std::fgets(line, sizeof line, f)) {
+      if (header) {
+        EXPECT_EQ(std::string(line),
+                  "symbol,code_object,quant,doweight,tile_m,tile_n,kernarg_bytes,on_gfx942,"
+                  "on_gfx950\n");
+        header = false;
+        continue;
+      }
+      std::vector<std::string> cells;
+      std::string cell;
+      for (const char* c = line; *c && *c != '\n'; ++c) {
+        if (*c == ',') {
+          cells.push_back(cell);
+          cell.clear();
+        } else {
+          cell += *c;
+        }
+      }
+      cells.push_back(cell);
+      if (cells.size() != 9) continue;
+      out.push_back({cells[0], cells[1], cells[2], std::stoi(cells[3]), std::stoi(cells[4]),
+                     std::stoi(cells[5]), std::stoi(cells[7]), std::stoi(cells[8])});
+    }
+    std::fclose(f);
+    return out;
+  }();
+  return rows;
+}
+
+// aiter/fused_moe.py get_block_size_M (Python's integer arithmetic; min() keeps the first).
+int64_t block_size_m(int64_t padded, int64_t topk, int64_t e, int64_t inter, int64_t cus) {
+  const int64_t tg_n = (inter + 127) / 128;
+  int64_t best = -1, best_rnd = 0, best_empty = 0;
+  for (int64_t el : {32, 64, 128}) {
+    const int64_t max_tokens = padded * topk + e * el - topk;
+    const int64_t tg = tg_n * (max_tokens + el - 1) / el;
+    const int64_t rnd = (tg + cus - 1) / cus, empty = cus - tg % cus;
+    if (best < 0 || std::make_pair(rnd, empty) < std::make_pair(best_rnd, best_empty)) {
+      best = el;
+      best_rnd = rnd;
+      best_empty = empty;
+    }
+  }
+  return best;
+}
+int64_t padded_m(int64_t m) {  // get_padded_M
+  if (m < 32768) {
+    int64_t p = 1;
+    while (p < m) p <<= 1;
+    return p;
+  }
+  return m >= 131072 ? 131072 : 32768;
+}
+
+struct Choice2 {
+  bool any = false;
+  std::string symbol;
+  int tile_n = 0;
+};
+
+// The rule: among the list's rows on the arch with tile_m == block_m and I % tile_n == 0, the
+// least (CU rounds, idle CUs, table index).
+Choice2 reference2(const std::string& arch, const std::string& quant, int doweight, int64_t block_m,
+                   int64_t inter, int64_t blocks, int64_t cus, int* tied = nullptr) {
+  using Key = std::tuple<int64_t, int64_t, size_t>;
+  bool found = false;
+  Key best{};
+  int ties = 0;
+  for (size_t i = 0; i < rows2().size(); ++i) {
+    const Row2& r = rows2()[i];
+    if ((arch == "gfx942" ? r.on942 : r.on950) == 0 || r.quant != quant || r.doweight != doweight ||
+        r.tile_m != block_m || inter % r.tile_n != 0) {
+      continue;
+    }
+    const int64_t tg = inter / r.tile_n * blocks, rounds = (tg + cus - 1) / cus;
+    const Key k{rounds, rounds * cus - tg, i};
+    if (found && std::get<0>(k) == std::get<0>(best) && std::get<1>(k) == std::get<1>(best)) {
+      ++ties;
+    }
+    if (!found || k < best) {
+      if (!found || std::get<0>(k) != std::get<0>(best) || std::get<1>(k) != std::get<1>(best)) {
+        ties = 0;
+      }
+      best = k;
+      found = true;
+    }
+  }
+  if (tied != nullptr) *tied = ties;
+  if (!found) return {};
+  const Row2& r = rows2()[std::get<2>(best)];
+  return {true, r.symbol, r.tile_n};
+}
+
+class Fmoe2SelectionGrid : public ::testing::TestWithParam<std::tuple<Arch, int>> {};
+
+TEST_P(Fmoe2SelectionGrid, MatchesTheIndependentRule) {
+  const auto [arch, cus] = GetParam();
+  const std::string a(ja::name(arch));
+  int problems = 0, calls = 0, chosen = 0, tied = 0;
+  std::map<std::string, int> picked;
+  using Q = kn::AiterFmoe2StagesQuant;
+  const std::tuple<const char*, Q, int> lists[] = {{"pertokenFp8", Q::kPertokenFp8, 0},
+                                                   {"pertokenFp8", Q::kPertokenFp8, 1},
+                                                   {"pertokenInt8", Q::kPertokenInt8, 0},
+                                                   {"blockscaleFp8", Q::kBlockscaleFp8, 0}};
+  for (int64_t t : {1, 2, 5, 16, 17, 32, 33, 100, 257, 1000, 4096, 20000, 40000, 200000}) {
+    for (int64_t e : {8, 32, 128, 256}) {
+      for (int64_t k : {1, 2, 6, 8}) {
+        for (int64_t i : {64, 128, 192, 256, 320, 384, 512, 768, 1024, 1536, 2048, 3072, 4096}) {
+          for (int64_t h : {2048, 7168}) {
+            ++problems;
+            for (const auto& [quant, q, doweight] : lists) {
+              const bool blocks = q == Q::kBlockscaleFp8;
+              if (blocks && (i % 128 != 0 || h % 128 != 0)) continue;
+              // AITER's block_m: ours (the header's rule) against the one written here.
+              const int64_t padded = padded_m(t);
+              const int64_t want_bm =
+                  blocks ? (padded > 32 ? 64 : 16) : block_size_m(padded, k, e, i, cus);
+              const int64_t got_bm =
+                  kn::aiter_fmoe_2stages::default_block_m(blocks, t, k, e, i, cus);
+              ASSERT_EQ(got_bm, want_bm)
+                  << a << " T=" << t << " E=" << e << " k=" << k << " I=" << i << " " << quant;
+              const int64_t nb = kn::aiter_fmoe::max_blocks(t, k, e, want_bm);
+              int ties = 0;
+              const Choice2 w = reference2(a, quant, doweight, want_bm, i, nb, cus, &ties);
+              ja::ops::Fmoe2StagesQuery qq;
+              qq.m = t;
+              qq.n = i;
+              qq.k = h;
+              qq.arch = arch;
+              qq.compute_units = cus;
+              qq.quant = q;
+              qq.doweight = doweight != 0;
+              qq.block_m = want_bm;
+              qq.sub_x = nb;
+              qq.inter = i;
+              const auto d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(qq);
+              ++calls;
+              ASSERT_EQ(d.ok(), w.any) << a << " T=" << t << " E=" << e << " k=" << k << " I=" << i
+                                       << " " << quant << " block_m " << want_bm;
+              if (!w.any) continue;
+              ASSERT_EQ(std::string(d->row->kernel.symbol), w.symbol)
+                  << a << " T=" << t << " E=" << e << " k=" << k << " I=" << i << " " << quant;
+              ++chosen;
+              tied += ties > 0;
+              ++picked[w.symbol];
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(problems, 5000);
+  EXPECT_GT(chosen, calls / 2);
+  std::printf(
+      "%s, %d CUs: %d problems, %d stage-1 calls, %d with a kernel (%d distinct), %d where AITER's "
+      "choice depends on its map's order (a tie of one tile's rows)\n",
+      a.c_str(), cus, problems, calls, chosen, int(picked.size()), tied);
+}
+
+INSTANTIATE_TEST_SUITE_P(ArchsAndCus, Fmoe2SelectionGrid,
+                         ::testing::Values(std::tuple{Arch::kGfx942, 304},
+                                           std::tuple{Arch::kGfx942, 80},
+                                           std::tuple{Arch::kGfx950, 256}));
+
+TEST(Fmoe2Selection, ForcedKernelAndDeclines) {
+  ja::ops::Fmoe2StagesQuery q;
+  q.arch = Arch::kGfx942;
+  q.compute_units = 304;
+  q.quant = kn::AiterFmoe2StagesQuant::kPertokenInt8;
+  q.block_m = 32;
+  q.inter = q.n = 384;
+  q.sub_x = 10;
+  q.knobs.kernel = "fmoe_stage1_bf16_pertokenInt8_g1u1_32x384_pf3";
+  auto d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q);
+  ASSERT_TRUE(d.ok()) << d.verdict().text();
+  EXPECT_EQ(d->row->kernarg_bytes, 400u);
+  EXPECT_EQ(d->row->kernel.args_size, 400u);
+  q.arch = Arch::kGfx950;  // a gfx942-only kernel
+  EXPECT_FALSE(ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q).ok());
+  q.arch = Arch::kGfx942;
+  q.block_m = 16;
+  d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.verdict().text().find("blocks of 32 sorted rows; the sorting's block_m is 16"),
+            std::string::npos)
+      << d.verdict().text();
+  q.block_m = 32;
+  q.inter = 256;
+  d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.verdict().text().find("I = 256 is not a multiple"), std::string::npos);
+  q.knobs.kernel = "fmoe_stage1_bf16_pertokenFp8_g1u1_32x128_3tg_pf2";  // another list
+  d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.verdict().text().find("another AITER list"), std::string::npos);
+  q.knobs.kernel = "";
+  q.knobs.splitk = 2;
+  d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.verdict().text().find("ksplit"), std::string::npos) << d.verdict().text();
+  q.knobs.splitk = 0;
+  q.block_m = 24;  // no row of 24 sorted rows
+  d = ja::ops::select_aiter<ja::ops::AiterFmoe2Stages>(q);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.verdict().text().find("in blocks of 24"), std::string::npos);
 }
 
 }  // namespace

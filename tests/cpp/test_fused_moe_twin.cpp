@@ -4,6 +4,8 @@
 // dequantized math over the same quantized operands. Every list and block size the tier reaches,
 // plain and persistent grids, both fp8 formats; then every row that can run this op's calls
 // forced through its twin once; then a plan packed wrongly on purpose must give a wrong answer.
+// The same for the two-stage family's stage 1 (aiter.fused_moe_stage1, host_twins/
+// aiter_fmoe_2stages.hpp): every row forced once, the heuristic's rows, a spoiled plan.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +22,9 @@
 #include <vector>
 
 #include "jax_aiter/host_twins/aiter_fmoe.hpp"
+#include "jax_aiter/host_twins/aiter_fmoe_2stages.hpp"
 #include "jax_aiter/ops/fused_moe_asm.hpp"
+#include "jax_aiter/ops/fused_moe_stage1.hpp"
 #include "jax_aiter/runtime/host.hpp"
 
 namespace {
@@ -529,6 +533,204 @@ TEST(FmoeTwin, AWronglyPackedPlanFails) {
     plan.steps[0].memset.bytes = 0;  // out stays NaN
   });
   EXPECT_FALSE(no_memset.cmp.ok);
+}
+
+// ---- the two-stage family's stage 1 -------------------------------------------------------------
+
+namespace L2 = kn::aiter_fmoe_2stages;
+using ja::ops::FusedMoeStage1Params;
+
+// Stage 1's out: bf16 [T, topk, I], or (block scales) fp8 [T + ceil(4T/128), topk, I].
+std::vector<uint8_t> stage1_out(const Case& c) {
+  const bool blocks = c.quant == MoeQuant::kFp8BlockScale;
+  const int64_t rows = blocks ? c.tokens + L2::stage1_scale_rows(c.tokens) : c.tokens;
+  return std::vector<uint8_t>(rows * c.topk * c.inter * (blocks ? 1 : 2), 0xff);  // NaN bytes
+}
+
+FusedMoeStage1Params params1(const Case& c, Operands& o, std::vector<uint8_t>& out) {
+  const FusedMoeParams whole = params(c, o);
+  const bool blocks = c.quant == MoeQuant::kFp8BlockScale;
+  FusedMoeStage1Params p;
+  p.x = whole.x;
+  p.w1 = whole.w1;
+  p.sorted_token_ids = whole.sorted_token_ids;
+  p.sorted_weights = whole.sorted_weights;
+  p.sorted_expert_ids = whole.sorted_expert_ids;
+  p.num_valid_ids = whole.num_valid_ids;
+  p.x_scale = whole.x_scale;
+  p.w1_scale = whole.w1_scale;
+  const int64_t rows = blocks ? c.tokens + L2::stage1_scale_rows(c.tokens) : c.tokens;
+  p.out = Tensor::over(out.data(), blocks ? whole.w1.dtype : DType::kBF16, {rows, c.topk, c.inter});
+  p.topk = c.topk;
+  p.block_m = c.block_m;
+  p.activation = c.act;
+  p.quant = c.quant;
+  p.weight_first = c.weight_first;
+  p.w_layout = L::kShuffleName;
+  p.aiter.kernel = c.kernel;
+  return p;
+}
+
+// Stage 1 against float64: each (token, slot)'s act(gate) * up (times its weight with
+// weight_first), read back from bf16, or from fp8 times its block's scale.
+Compare compare1(const Case& c, const Operands& o, const std::vector<uint8_t>& out) {
+  const int64_t T = c.tokens, K = c.topk, H = c.hidden, I = c.inter;
+  const bool blocks = c.quant == MoeQuant::kFp8BlockScale, fnuz = c.arch == Arch::kGfx942;
+  std::vector<double> want(T * K * I);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t e = o.topk_ids[t * K + k];
+      for (int64_t j = 0; j < I; ++j) {
+        double g = 0, up = 0;
+        for (int64_t x = 0; x < H; ++x) {
+          g += o.xd[t * H + x] * o.w1d[(e * 2 * I + j) * H + x];
+          up += o.xd[t * H + x] * o.w1d[(e * 2 * I + I + j) * H + x];
+        }
+        const double a = c.act == ja::ops::MoeActivation::kSilu
+                             ? g / (1 + std::exp(-g))
+                             : 0.5 * g * (1 + std::erf(g / std::sqrt(2.0)));
+        want[(t * K + k) * I + j] = a * up * (c.weight_first ? o.topk_weights[t * K + k] : 1.0);
+      }
+    }
+  }
+  double top = 0;
+  for (double v : want) top = std::max(top, std::fabs(v));
+  const auto* scales = reinterpret_cast<const float*>(out.data() + T * K * I);
+  Compare r;
+  for (size_t n = 0; n < want.size(); ++n) {
+    double got;
+    if (blocks) {
+      got = fp8_value(fnuz, out[n]) * scales[n / L2::kScaleBlock];
+    } else {
+      uint16_t b;
+      std::memcpy(&b, &out[n * 2], 2);
+      got = ja::bf16_to_float(b);
+    }
+    const double d = std::fabs(got - want[n]);
+    r.worst = std::max(r.worst, d / top);
+    // fp8 keeps 3 mantissa bits (a relative step of 1/8 at worst, half of it rounding).
+    const double rel = blocks ? 0.07 : 0.02;
+    if (!(d <= rel * std::fabs(want[n]) + 0.005 * top)) r.ok = false;
+  }
+  return r;
+}
+
+Outcome run1(const Case& c, uint32_t seed, const std::function<void(kn::Plan&)>& spoil = nullptr) {
+  Operands o = make_operands(c, seed);
+  std::vector<uint8_t> out = stage1_out(c);
+  const FusedMoeStage1Params p = params1(c, o, out);
+  Outcome r;
+  if (const ja::Status st = ja::ops::FusedMoeStage1::validate(p); !st.ok()) {
+    r.why = st.message();
+    return r;
+  }
+  const ja::Target target{ja::BackendKind::kHost, c.arch, c.cus};
+  const auto d = ja::ops::FusedMoeStage1AsmTier::supports(p, target);
+  if (!d.ok()) {
+    r.why = d.verdict().text();
+    return r;
+  }
+  kn::Plan plan;
+  ja::ops::FusedMoeStage1AsmTier::plan(p, target, *d, plan);
+  if (spoil) spoil(plan);
+  r.planned = true;
+  r.row = std::string(kn::short_name(*d->row));
+  if (!execute(plan)) return r;
+  r.cmp = compare1(c, o, out);
+  return r;
+}
+
+MoeQuant quant_of(kn::AiterFmoe2StagesQuant q) {
+  using Q = kn::AiterFmoe2StagesQuant;
+  return q == Q::kPertokenInt8  ? MoeQuant::kInt8PerToken
+         : q == Q::kPertokenFp8 ? MoeQuant::kFp8PerToken
+                                : MoeQuant::kFp8BlockScale;
+}
+
+// Every row forced by name once through its twin (both fp8 formats, both activations).
+TEST(Fmoe2StagesTwin, EveryRowForcedOnce) {
+  int runs = 0;
+  double worst = 0;
+  uint32_t seed = 2000;
+  size_t n = 0;
+  for (const kn::AiterFmoe2StagesRow& r : kn::kAiterFmoe2StagesRows) {
+    Case c;
+    const bool alt = n++ % 2 == 1;
+    c.arch = alt && r.on_gfx950 ? Arch::kGfx950 : Arch::kGfx942;
+    c.act = alt ? ja::ops::MoeActivation::kGelu : ja::ops::MoeActivation::kSilu;
+    c.cus = 8;
+    c.kernel = r.kernel.symbol;
+    c.block_m = r.tile_m;
+    c.quant = quant_of(r.quant);
+    c.weight_first = r.doweight;
+    c.tokens = 3;
+    c.experts = 2;
+    c.hidden = 128;
+    c.inter = r.tile_n >= 384 ? r.tile_n : 2 * r.tile_n;  // two inter tiles below 384
+    const Outcome o = run1(c, seed++);
+    ASSERT_TRUE(o.planned) << r.kernel.symbol << ": " << o.why;
+    ++runs;
+    worst = std::max(worst, o.cmp.worst);
+    EXPECT_TRUE(o.cmp.ok) << r.kernel.symbol << ": worst error " << o.cmp.worst;
+  }
+  EXPECT_EQ(runs, 186);
+  std::printf("%d fmoe_2stages rows forced through their twins, worst error %.2e of max|ref|\n",
+              runs, worst);
+}
+
+// The heuristic's choice, each list on both archs, at AITER's default block_m for the call.
+TEST(Fmoe2StagesTwin, TheHeuristicsRowsMatchFloat64) {
+  int runs = 0;
+  uint32_t seed = 3000;
+  for (const Arch arch : {Arch::kGfx942, Arch::kGfx950}) {
+    for (const MoeQuant q :
+         {MoeQuant::kFp8PerToken, MoeQuant::kInt8PerToken, MoeQuant::kFp8BlockScale}) {
+      for (const bool weight_first : {false, true}) {
+        if (weight_first && q != MoeQuant::kFp8PerToken) continue;
+        Case c;
+        c.arch = arch;
+        c.cus = 80;
+        c.quant = q;
+        c.weight_first = weight_first;
+        c.tokens = 6;
+        c.hidden = 128;
+        c.inter = 256;
+        c.block_m = L2::default_block_m(q == MoeQuant::kFp8BlockScale, c.tokens, c.topk, c.experts,
+                                        c.inter, c.cus);
+        const Outcome o = run1(c, seed++);
+        ASSERT_TRUE(o.planned) << o.why;
+        ++runs;
+        EXPECT_TRUE(o.cmp.ok) << o.row << ": worst error " << o.cmp.worst;
+      }
+    }
+  }
+  EXPECT_EQ(runs, 8);
+}
+
+// Pack wrongly and the twin computes the wrong answer (or leaves out unwritten).
+TEST(Fmoe2StagesTwin, AWronglyPackedPlanFails) {
+  Case c;
+  c.weight_first = true;
+  c.block_m = 16;
+  const Outcome good = run1(c, 9);
+  ASSERT_TRUE(good.planned && good.cmp.ok) << good.why;
+  auto spoiled = [&](const char* what, const std::function<void(kn::AiterFmoe2StagesArgs&)>& f) {
+    const Outcome bad = run1(c, 9, [&](kn::Plan& plan) {
+      kn::Launch& l = plan.steps[1].launch;
+      auto a = l.args.unpack<kn::AiterFmoe2StagesArgs>();
+      f(a);
+      std::memcpy(l.args.bytes.data(), &a, sizeof(a));
+    });
+    EXPECT_FALSE(bad.cmp.ok) << what;
+  };
+  spoiled("w1 scales' expert stride",
+          [](kn::AiterFmoe2StagesArgs& a) { a.eGUQs = a.eGUQs.value / 2; });
+  spoiled("w1's expert stride", [](kn::AiterFmoe2StagesArgs& a) { a.eGUs = 0; });
+  spoiled("activation", [](kn::AiterFmoe2StagesArgs& a) { a.activation = L2::kGelu; });
+  spoiled("out's token stride", [](kn::AiterFmoe2StagesArgs& a) { a.Os = a.Os.value / 2; });
+  spoiled("topk weights", [](kn::AiterFmoe2StagesArgs& a) { a.SW = a.STP.value; });
+  const Outcome no_memset = run1(c, 9, [](kn::Plan& plan) { plan.steps[0].memset.bytes = 0; });
+  EXPECT_TRUE(no_memset.cmp.ok);  // every entry is written: the memset only defines the rest
 }
 
 }  // namespace

@@ -432,3 +432,127 @@ def test_check_aiter_on_aiters_code_objects():
                           capture_output=True, text=True, env={**os.environ,
                                                                "JAX_PLATFORMS": "cpu"})
     assert tool.returncode == 0 and ", 0 mismatch" in tool.stdout, tool.stdout[-2000:]
+
+
+# ---- the two-stage tier: AITER's fmoe_2stages stage 1, our portable stage 2 ----------------------
+# jax_aiter.fused_moe(..., stages=2): stage 1 (aiter.fused_moe_stage1, run by its host twins) then
+# the down projection as a grouped GEMM. The reference follows the data through both stages: a =
+# act(gate) * up in float64, stored as stage 1 stores it (bf16; block scales: fp8 per 128 columns
+# with its scale, as jax_aiter.quant quantizes), quantized again per (token, slot) row for the
+# per-token modes as stage 2 does, then the down product and the top-k sum.
+
+def _two_stage_reference(p, activation, weight_first=False):
+    t, h = p.xd.shape
+    e, two_i, _ = p.w1d.shape
+    i = two_i // 2
+    ids, wts = np.asarray(p.ids), np.asarray(p.weights, np.float64)
+    k = ids.shape[1]
+    a = np.zeros((t, k, i))
+    for s in range(k):
+        valid = (ids[:, s] >= 0) & (ids[:, s] < e)
+        ex = np.clip(ids[:, s], 0, e - 1)
+        gu = np.einsum("th,tnh->tn", p.xd, p.w1d[ex])
+        a[:, s] = np.where(valid[:, None], _act(activation, gu[:, :i]) * gu[:, i:], 0.0)
+        if weight_first:
+            a[:, s] *= wts[:, s:s + 1]
+    a = jnp.asarray(a.reshape(t * k, i), jnp.float32)
+    if p.quant == "fp8_block_scale":
+        q, sc = quantize_fp8_blocks(a, (1, 128), FP8[p.arch])
+        ad = np.asarray(q.astype(jnp.float32), np.float64) * np.repeat(np.asarray(sc), 128, 1)
+    else:
+        ab = a.astype(jnp.bfloat16)
+        if p.quant == "int8_per_token":
+            q, sc = quantize_per_token(ab)
+        else:
+            q, sc = quantize_fp8_blocks(ab, (1, i), jax_aiter.fp8_dtype())  # stage 2's, ours
+        ad = np.asarray(q.astype(jnp.float32), np.float64) * np.asarray(sc, np.float64)
+    ad = ad.reshape(t, k, i)
+    out = np.zeros((t, h))
+    for s in range(k):
+        valid = (ids[:, s] >= 0) & (ids[:, s] < e)
+        ex = np.clip(ids[:, s], 0, e - 1)
+        o = np.einsum("ti,thi->th", ad[:, s], p.w2d[ex])
+        out += np.where(valid[:, None], o * (1.0 if weight_first else wts[:, s:s + 1]), 0.0)
+    return out
+
+
+def _two_stage(x, w1, w2, weights, ids, s1, s2, **kw):
+    quant = kw.pop("quant")
+    quant = {"fp8_block_scale": "fp8_blockscale"}.get(quant, quant)  # fused_moe's name
+    return jax_aiter.fused_moe(x, w1, w2, weights, ids, w1_scale=s1, w2_scale=s2, quant=quant,
+                               **kw)
+
+
+def _run_two_stage(p, activation, **kw):
+    kw.setdefault("dispatch", ASM[p.arch])
+    kw.setdefault("stages", 2)
+    body = functools.partial(_two_stage, activation=activation, quant=p.quant, **kw)
+    return jax.block_until_ready(run_poisoned(body, p.x, p.w1, p.w2, p.weights, p.ids,
+                                              p.w1_scale, p.w2_scale))
+
+
+# Stage 2's two paths (per-token: a quantized again per row; block scales: stage 1's own fp8 a and
+# scales), on both archs with the doweight test below; CI's time allows no more here:
+# test_fused_moe_twin forces every stage-1 row (int8 included), and stage 2's int8 GEMM is the
+# portable tier's (test_fused_moe.py).
+@pytest.mark.parametrize("quant,activation,arch", [
+    ("fp8_per_token", "silu", "gfx942"), ("fp8_block_scale", "gelu", "gfx950")])
+def test_two_stage_values(quant, activation, arch):
+    p = Problem(11, 13, 4, 2, 128, 256, quant, arch, drop=True)
+    assert_close(f"2 stages {quant} {activation} {arch}", _run_two_stage(p, activation),
+                 _two_stage_reference(p, activation))
+
+
+def test_two_stage_weight_first_and_a_forced_kernel():
+    """AITER's doweight stage-1 list, its kernel named (stages follows from the name)."""
+    p = Problem(5, 21, 4, 2, 128, 256, "fp8_per_token", "gfx950")
+    kernel = "fmoe_stage1_bf16_pertokenFp8_doweight_g1u1_16x128_4tg_pf2"
+    out = _run_two_stage(p, "silu", weight_first=True, kernel=kernel, stages=None)
+    assert_close("2 stages doweight", out, _two_stage_reference(p, "silu", weight_first=True))
+    # The plan tool's command for stage 1: AITER's block_m rule and kernel rule.
+    t, h = p.x.shape
+    got = jax_aiter.plan(*jax_aiter._fused_moe_asm.describe_stage1(
+        t, 4, 2, h, 256, "fp8_per_token", "silu", "gfx950", 16, kernel, True), arch="gfx950")
+    step = got["chosen"]["plan"]["steps"][1]["launch"]
+    # grid: 256 / 128 inter tiles by ceil((21 * 2 + 4 * 16 - 2) / 16) = 7 sorted blocks
+    assert step["symbol"] == f"_ZN5aiter57{kernel}E" and step["grid"] == [2, 7, 1], step
+    sw = [a for a in step["args"] if a["name"] == "SW"]
+    assert sw and sw[0]["value"] == "sorted_weights", step["args"]
+
+
+def test_two_stage_errors():
+    p = Problem(1, 9, 4, 2, 128, 128, "fp8_per_token", "gfx942")
+    call = functools.partial(jax_aiter.fused_moe, p.x, p.w1, p.w2, p.weights, p.ids,
+                             w1_scale=p.w1_scale, w2_scale=p.w2_scale, quant="fp8_per_token",
+                             dispatch=ASM["gfx942"])
+    with pytest.raises(ValueError, match="attribute stages: expected 1 or 2"):
+        call(stages=3)
+    with pytest.raises(ValueError, match="weight_first: AITER's doweight stage-1 kernels take"):
+        jax_aiter.fused_moe(p.x, p.w1, p.w2, p.weights, p.ids, w1_scale=p.w1_scale,
+                            w2_scale=p.w2_scale, quant="int8_per_token", stages=2,
+                            weight_first=True, dispatch=ASM["gfx942"])
+    with pytest.raises(ValueError, match="stages=2 runs AITER's two-stage ASM tier"):
+        call(stages=2, dispatch=Dispatch("portable"))
+    with pytest.raises(ValueError, match="stages=2 runs AITER's fmoe_2stages stage-1 kernels"):
+        call(stages=2, kernel="fmoe_bf16_pertokenFp8_g1u1_vs_silu_1tg_32x128")
+    with pytest.raises(ValueError, match="needs stages=2"):
+        call(stages=1, kernel="fmoe_stage1_bf16_pertokenFp8_g1u1_32x128_3tg_pf2")
+    # A forced kernel whose tile does not divide I: the C++ rule says so, naming the family.
+    with pytest.raises(ValueError, match="attribute kernel: .* cannot run this call on gfx942: I = "
+                                         "128 is not a multiple of the forced kernel's tile N 256"):
+        call(kernel="fmoe_stage1_bf16_pertokenFp8_g1u1_32x256_2tg_pf2")
+    def loss(x):
+        return jax_aiter.fused_moe(x, p.w1, p.w2, p.weights, p.ids, w1_scale=p.w1_scale,
+                                   w2_scale=p.w2_scale, quant="fp8_per_token", stages=2,
+                                   dispatch=ASM["gfx942"]).astype(jnp.float32).sum()
+
+    with pytest.raises(TypeError, match="no gradient"):
+        jax.grad(loss)(p.x)
+
+
+def test_check_aiter_lists_fmoe_2stages(tmp_path):
+    (tmp_path / "hsa").mkdir()
+    report = jax_aiter.check_aiter(str(tmp_path))
+    rows = [c for c in report["checked"] if c["family"] == "fmoe_2stages"]
+    assert {a: sum(c["arch"] == a for c in rows) for a in ASM} == {"gfx942": 186, "gfx950": 182}
+    assert all(c["code_object"].startswith("fmoe_2stages/") for c in rows)

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/host_twins/fmoe_gate_up.hpp"
 #include "jax_aiter/kernels/aiter/fmoe.hpp"
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/runtime/host.hpp"
@@ -46,74 +47,20 @@ using kernels::AiterFmoeAct;
 using kernels::AiterFmoeQuant;
 using kernels::AiterFmoeRow;
 
-// All 256 codes of an e4m3 format, decoded once.
-inline const std::array<float, 256>& fp8_table(bool fnuz) {
-  static const auto make = [](const MiniFloat& f) {
-    std::array<float, 256> t{};
-    for (uint32_t c = 0; c < 256; ++c) t[c] = static_cast<float>(decode(f, c));
-    return t;
-  };
-  static const std::array<float, 256> fn = make(kE4M3FNFormat), nuz = make(kE4M3FNUZFormat);
-  return fnuz ? nuz : fn;
-}
-
-inline float act(AiterFmoeAct a, float g) {
-  if (a == AiterFmoeAct::kSilu) return g / (1.f + std::exp(-g));
-  return 0.5f * g * (1.f + std::erf(g * 0.70710678f));
-}
-
 // One launch of row r: the struct's operands, decoded.
 struct Call {
   const AiterFmoeRow& r;
   kernels::AiterFmoeArgs a;
-  const std::array<float, 256>* fp8;
   uint32_t tokens, hidden, inter, valid;
+  fmoe_gate_up::Reader in;  // x . w1, dequantized
 
-  // Weight byte (1-byte quantized) as a float.
-  float weight(uint8_t b) const {
-    return r.quant == AiterFmoeQuant::kPertokenInt8 ? float(int8_t(b)) : (*fp8)[b];
-  }
-  // x[t][k] as a float (before its scale).
-  float x(uint32_t t, uint32_t k) const {
-    const auto* row = static_cast<const std::byte*>(a.X.value) + size_t{t} * a.Xs.value;
-    if (r.quant == AiterFmoeQuant::kBlockscaleBf16) {
-      return bf16_to_float(reinterpret_cast<const uint16_t*>(row)[k]);
-    }
-    return weight(static_cast<uint8_t>(row[k]));
-  }
-  // An expert's scales (f32) at float index i.
+  float weight(uint8_t b) const { return in.weight(b); }
   static float scale(const void* base, uint32_t expert_bytes, uint32_t e, size_t i) {
-    return reinterpret_cast<const float*>(static_cast<const std::byte*>(base) +
-                                          size_t{e} * expert_bytes)[i];
+    return fmoe_gate_up::Reader::scale(base, expert_bytes, e, i);
   }
-  bool block_scaled() const {
-    return r.quant == AiterFmoeQuant::kBlockscaleFp8 || r.quant == AiterFmoeQuant::kBlockscaleBf16;
-  }
-
+  bool block_scaled() const { return in.blocks; }
   // x[t] . w1[e][n], dequantized.
-  float gate_up(uint32_t t, uint32_t e, uint32_t n) const {
-    const auto* w = static_cast<const uint8_t*>(a.GU.value) + size_t{e} * a.eGUs.value;
-    if (!block_scaled()) {
-      float s = 0.f;
-      for (uint32_t k = 0; k < hidden; ++k)
-        s += x(t, k) * weight(w[L::shuffled_offset(n, k, hidden)]);
-      return s * scale(a.XQ.value, 0, 0, t) * scale(a.GUQ.value, a.eGUQs.value, e, n);
-    }
-    const uint32_t kb_count = hidden / L::kScaleBlock;
-    float total = 0.f;
-    for (uint32_t kb = 0; kb < kb_count; ++kb) {
-      float s = 0.f;
-      for (uint32_t k = kb * L::kScaleBlock; k < (kb + 1) * L::kScaleBlock; ++k) {
-        s += x(t, k) * weight(w[L::shuffled_offset(n, k, hidden)]);
-      }
-      const float xs = r.quant == AiterFmoeQuant::kBlockscaleFp8
-                           ? scale(a.XQ.value, 0, 0, size_t{kb} * tokens + t)
-                           : 1.f;
-      total +=
-          s * xs * scale(a.GUQ.value, a.eGUQs.value, e, size_t{n / L::kScaleBlock} * kb_count + kb);
-    }
-    return total;
-  }
+  float gate_up(uint32_t t, uint32_t e, uint32_t n) const { return in(t, e, n); }
 
   // sum over j in [j0, j1) of h[j - j0] w2[e][c][j], dequantized.
   float down(uint32_t e, uint32_t c, uint32_t j0, uint32_t j1, const float* h) const {
@@ -153,7 +100,8 @@ struct Call {
       if (t >= tokens) continue;
       const float wt = weights[at];
       for (uint32_t j = j0; j < j1; ++j) {
-        h[j - j0] = act(r.act, gate_up(t, e, j)) * gate_up(t, e, inter + j) * (r.tkw1 ? wt : 1.f);
+        h[j - j0] = fmoe_gate_up::act(r.act == AiterFmoeAct::kGelu, gate_up(t, e, j)) *
+                    gate_up(t, e, inter + j) * (r.tkw1 ? wt : 1.f);
       }
       auto* out =
           reinterpret_cast<uint16_t*>(static_cast<std::byte*>(a.O.value) + size_t{t} * a.Os.value);
@@ -172,13 +120,28 @@ struct Call {
 inline void run(const AiterFmoeRow& r, const kernels::KernelArgs& packed, kernels::Dim3 grid) {
   const auto a = packed.unpack<kernels::AiterFmoeArgs>();  // the wide struct starts alike
   const bool fnuz = a.topk.pad[0] == std::byte{L::kFormatFnuz};
+  const bool block_scaled =
+      r.quant == AiterFmoeQuant::kBlockscaleFp8 || r.quant == AiterFmoeQuant::kBlockscaleBf16;
+  const fmoe_gate_up::Reader in{.int8 = r.quant == AiterFmoeQuant::kPertokenInt8,
+                                .blocks = block_scaled,
+                                .x_bf16 = r.quant == AiterFmoeQuant::kBlockscaleBf16,
+                                .fp8 = &fmoe_gate_up::fp8_table(fnuz),
+                                .x = a.X.value,
+                                .w = a.GU.value,
+                                .x_scale = a.XQ.value,
+                                .w_scale = a.GUQ.value,
+                                .x_stride = a.Xs.value,
+                                .w_expert = a.eGUs.value,
+                                .w_scale_expert = a.eGUQs.value,
+                                .hidden = a.dim.value,
+                                .tokens = a.token_cnt.value};
   const Call call{r,
                   a,
-                  &fp8_table(fnuz),
                   a.token_cnt.value,
                   a.dim.value,
                   a.inter_dim.value,
-                  static_cast<uint32_t>(static_cast<const int32_t*>(a.XC.value)[0])};
+                  static_cast<uint32_t>(static_cast<const int32_t*>(a.XC.value)[0]),
+                  in};
   const uint32_t total = a.total_tgs.value, deno = std::max<uint32_t>(a.ps_deno.value, 1);
   if (total == 0) {
     for (uint32_t y = 0; y < grid.y; ++y) {

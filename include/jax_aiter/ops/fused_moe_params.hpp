@@ -96,8 +96,8 @@ namespace fused_moe_detail {
 inline bool is_16bit(DType d) { return d == DType::kBF16 || d == DType::kF16; }
 
 inline Status check_scale(const std::optional<Tensor>& s, std::string_view name,
-                          std::initializer_list<int64_t> dims) {
-  constexpr std::string_view op = kFusedMoeName;
+                          std::initializer_list<int64_t> dims,
+                          std::string_view op = kFusedMoeName) {
   const Tensor want = Tensor::over(nullptr, DType::kF32, dims);
   if (!s || s->dtype != DType::kF32 || !s->same_shape(want)) {
     return operand_error(op, name,
@@ -109,10 +109,77 @@ inline Status check_scale(const std::optional<Tensor>& s, std::string_view name,
 }
 
 inline Status check_no_scale(const std::optional<Tensor>& s, std::string_view name,
-                             std::string_view why) {
+                             std::string_view why, std::string_view op = kFusedMoeName) {
   if (!s) return {};
-  return operand_error(kFusedMoeName, name,
-                       StrCat("expected none (", why, "), got ", describe(*s)));
+  return operand_error(op, name, StrCat("expected none (", why, "), got ", describe(*s)));
+}
+
+// The weights' layout: shuffled (16, 16), so H and I in the layout's K blocks of 32.
+inline Status check_layout(std::string_view op, std::string_view w_layout, int64_t h, int64_t i) {
+  namespace L = kernels::aiter_fmoe;
+  if (w_layout != L::kShuffleName) {
+    return operand_error(op, "w1",
+                         StrCat("expected weights pre-shuffled in the (16, 16) layout (w_layout "
+                                "\"16x16\": jax_aiter.shuffle_weight), got w_layout \"",
+                                w_layout, "\""));
+  }
+  if (h % L::kShuffleK != 0 || i % L::kShuffleK != 0) {
+    return operand_error(op, "w1",
+                         StrCat("H = ", h, " and I = ", i,
+                                " must be multiples of 32 (the shuffled layout's K block)"));
+  }
+  return {};
+}
+
+// The sorting's layout (moe_sorting at block_m) and topk, for any of the op's targets (P has
+// sorted_token_ids, sorted_weights, sorted_expert_ids, num_valid_ids, topk, block_m, sorted_rows(),
+// blocks()), for T tokens, E experts, H, I.
+template <typename P>
+Status check_sorting(std::string_view op, const P& p, int64_t t, int64_t e, int64_t h, int64_t i) {
+  namespace L = kernels::aiter_fmoe;
+  // The sorted ids hold a token in 24 bits and a top-k slot in the 8 above it, the padding id's
+  // slot being topk itself: at most 255, moe_sorting's limit too (a slot from 128 up sets the
+  // i32's sign bit, as in AITER). AITER's launcher passes topk through unchecked
+  // (asm_fmoe.cu) and its own sort makes such ids (moe_sorting_opus.h widens its mesh from topk
+  // 255 on), so its kernels are fed them; nothing in the packing needs a narrower limit (our
+  // twins read a row's token as its low 24 bits and its weight from sorted_weights).
+  if (p.topk < 1 || p.topk > e || p.topk > kernels::moe_routing::kMaxTopk) {
+    return InvalidArgument(
+        StrCat(op, ": attribute topk: expected 1..min(E, 255) (E = ", e, "), got ", p.topk));
+  }
+  if (p.block_m < 1 || p.block_m > 256) {
+    return InvalidArgument(StrCat(
+        op, ": attribute block_m: expected the sorting's block size 1..256, got ", p.block_m));
+  }
+  if (t >= (int64_t{1} << L::kTokenBits) || e > std::numeric_limits<int32_t>::max() ||
+      h * 2 * i > std::numeric_limits<int32_t>::max()) {
+    return operand_error(op, "x",
+                         StrCat("too large: T = ", t, " (< 2^24), H = ", h, ", I = ", i,
+                                " (an expert's w1 under 2^31 bytes)"));
+  }
+  const int64_t s = p.sorted_rows(), nb = p.blocks();
+  if (p.sorted_token_ids.dtype != DType::kI32 || p.sorted_token_ids.rank != 1) {
+    return operand_error(op, "sorted_token_ids",
+                         StrCat("expected i32[S], got ", describe(p.sorted_token_ids)));
+  }
+  if (p.sorted_weights.dtype != DType::kF32 || p.sorted_weights.rank != 1 ||
+      p.sorted_weights.dims[0] != s) {
+    return operand_error(op, "sorted_weights",
+                         StrCat("expected f32[", s, "] (S from sorted_token_ids), got ",
+                                describe(p.sorted_weights)));
+  }
+  if (p.sorted_expert_ids.dtype != DType::kI32 || p.sorted_expert_ids.rank != 1 ||
+      nb != (s + p.block_m - 1) / p.block_m) {
+    return operand_error(op, "sorted_expert_ids",
+                         StrCat("expected i32[", (s + p.block_m - 1) / p.block_m,
+                                "] (ceil(S / block_m)), got ", describe(p.sorted_expert_ids)));
+  }
+  if (p.num_valid_ids.dtype != DType::kI32 || p.num_valid_ids.rank != 1 ||
+      p.num_valid_ids.dims[0] < 1 || p.num_valid_ids.dims[0] > 2) {
+    return operand_error(op, "num_valid_ids",
+                         StrCat("expected i32[1] or i32[2], got ", describe(p.num_valid_ids)));
+  }
+  return {};
 }
 
 // The contract every tier relies on. The fp8 format is the tier's to check (it depends on the
@@ -133,17 +200,7 @@ inline Status check(const FusedMoeParams& p) {
                          StrCat("expected ", name(p.w1.dtype), "[", e, ",", h, ",", i,
                                 "] (E, I from w1, H from x), got ", describe(p.w2)));
   }
-  if (p.w_layout != L::kShuffleName) {
-    return operand_error(op, "w1",
-                         StrCat("expected weights pre-shuffled in the (16, 16) layout (w_layout "
-                                "\"16x16\": jax_aiter.shuffle_weight), got w_layout \"",
-                                p.w_layout, "\""));
-  }
-  if (h % L::kShuffleK != 0 || i % L::kShuffleK != 0) {
-    return operand_error(op, "w1",
-                         StrCat("H = ", h, " and I = ", i,
-                                " must be multiples of 32 (the shuffled layout's K block)"));
-  }
+  JAX_AITER_RETURN_IF_ERROR(check_layout(op, p.w_layout, h, i));
   switch (p.quant) {
     case MoeQuant::kNone:
       if (!is_16bit(p.x.dtype) || p.w1.dtype != p.x.dtype) {
@@ -204,48 +261,8 @@ inline Status check(const FusedMoeParams& p) {
     return operand_error(op, "out",
                          StrCat("expected ", name(p.x.dtype), " (like x), got ", describe(p.out)));
   }
-  // The sorted ids hold a token in 24 bits and a top-k slot in the 8 above it, the padding id's
-  // slot being topk itself: at most 255, moe_sorting's limit too (a slot from 128 up sets the
-  // i32's sign bit, as in AITER). AITER's launcher passes topk through unchecked
-  // (asm_fmoe.cu) and its own sort makes such ids (moe_sorting_opus.h widens its mesh from topk
-  // 255 on), so its kernels are fed them; nothing in the packing needs a narrower limit (our
-  // twins read a row's token as its low 24 bits and its weight from sorted_weights).
-  if (p.topk < 1 || p.topk > e || p.topk > kernels::moe_routing::kMaxTopk) {
-    return InvalidArgument(
-        StrCat(op, ": attribute topk: expected 1..min(E, 255) (E = ", e, "), got ", p.topk));
-  }
-  if (p.block_m < 1 || p.block_m > 256) {
-    return InvalidArgument(StrCat(
-        op, ": attribute block_m: expected the sorting's block size 1..256, got ", p.block_m));
-  }
-  if (t >= (int64_t{1} << L::kTokenBits) || e > std::numeric_limits<int32_t>::max() ||
-      h * 2 * i > std::numeric_limits<int32_t>::max()) {
-    return operand_error(op, "x",
-                         StrCat("too large: T = ", t, " (< 2^24), H = ", h, ", I = ", i,
-                                " (an expert's w1 under 2^31 bytes)"));
-  }
-  const int64_t s = p.sorted_rows(), nb = p.blocks();
-  if (p.sorted_token_ids.dtype != DType::kI32 || p.sorted_token_ids.rank != 1) {
-    return operand_error(op, "sorted_token_ids",
-                         StrCat("expected i32[S], got ", describe(p.sorted_token_ids)));
-  }
-  if (p.sorted_weights.dtype != DType::kF32 || p.sorted_weights.rank != 1 ||
-      p.sorted_weights.dims[0] != s) {
-    return operand_error(op, "sorted_weights",
-                         StrCat("expected f32[", s, "] (S from sorted_token_ids), got ",
-                                describe(p.sorted_weights)));
-  }
-  if (p.sorted_expert_ids.dtype != DType::kI32 || p.sorted_expert_ids.rank != 1 ||
-      nb != (s + p.block_m - 1) / p.block_m) {
-    return operand_error(op, "sorted_expert_ids",
-                         StrCat("expected i32[", (s + p.block_m - 1) / p.block_m,
-                                "] (ceil(S / block_m)), got ", describe(p.sorted_expert_ids)));
-  }
-  if (p.num_valid_ids.dtype != DType::kI32 || p.num_valid_ids.rank != 1 ||
-      p.num_valid_ids.dims[0] < 1 || p.num_valid_ids.dims[0] > 2) {
-    return operand_error(op, "num_valid_ids",
-                         StrCat("expected i32[1] or i32[2], got ", describe(p.num_valid_ids)));
-  }
+  JAX_AITER_RETURN_IF_ERROR(check_sorting(op, p, t, e, h, i));
+  const int64_t s = p.sorted_rows();
   if (t == 0 || h == 0 || i == 0 || e == 0 || s == 0) {  // last: all else about it is checked
     return empty_problem(
         op, "x",
