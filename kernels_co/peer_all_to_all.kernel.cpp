@@ -86,13 +86,15 @@ JA_DEVICE void report(PeerMailbox* box, int* status, int code, int peer, u64 epo
 
 struct Call {
   const unsigned char* rows;
+  const unsigned char* side;
   const int* src;
   const int* position;
   unsigned char* recv;
+  unsigned char* side_recv;
   int* counts;
   int* status;
   const PeerTable* table;
-  long long row_bytes, timeout_ns;
+  long long row_bytes, side_bytes, timeout_ns;
   int rows_count, capacity, ranks, stride, blocks_per_peer;
 
   JA_DEVICE int mesh_index() const { return position[0]; }
@@ -110,6 +112,7 @@ JA_DEVICE void publish(const Call& c) {
   own->epoch = e;
   own->failed = 0;
   own->recv = reinterpret_cast<u64>(c.recv);
+  own->side_recv = reinterpret_cast<u64>(c.side_recv);
   for (int i = 0; i < 4; ++i) c.status[i] = 0;
   fence_system();
   store_release(&own->ready, e);
@@ -129,8 +132,26 @@ JA_DEVICE int valid_rows(const int* src, int capacity) {
   return lo;
 }
 
+// One row's words, kInFlight loads before their stores: the remote stores do not stall the
+// thread, the loads do, so several in flight keep HBM and the links busy.
+JA_DEVICE void copy_row(const Word16* from, Word16* to, int words) {
+  for (int w0 = thread_id(); w0 < words; w0 += kInFlight * kSendThreads) {
+    Word16 v[kInFlight];
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i) {
+      const int w = w0 + i * kSendThreads;
+      if (w < words) v[i] = from[w];
+    }
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i) {
+      const int w = w0 + i * kSendThreads;
+      if (w < words) to[w] = v[i];
+    }
+  }
+}
+
 JA_DEVICE void send(const Call& c) {
-  JA_SHARED u64 dst_shared;
+  JA_SHARED u64 dst_shared, side_shared;
   JA_SHARED int rows_shared;
   const int d = block_id() % c.ranks, part = block_id() / c.ranks;
   PeerSlot* own = c.own();
@@ -146,6 +167,7 @@ JA_DEVICE void send(const Call& c) {
       dst_shared = 0;
     } else {
       dst_shared = load_acquire(&peer->recv);
+      side_shared = load_acquire(&peer->side_recv);
     }
     rows_shared = valid_rows(src, c.capacity);
   }
@@ -153,27 +175,17 @@ JA_DEVICE void send(const Call& c) {
   const u64 dst_address = dst_shared;
   const int rows = rows_shared;
   if (dst_address != 0) {
-    auto* dst = reinterpret_cast<unsigned char*>(dst_address) +
-                static_cast<long long>(me) * c.capacity * c.row_bytes;
+    const long long block = static_cast<long long>(me) * c.capacity;
+    auto* dst = reinterpret_cast<unsigned char*>(dst_address) + block * c.row_bytes;
+    auto* side_dst = reinterpret_cast<unsigned char*>(side_shared) + block * c.side_bytes;
     const int words = static_cast<int>(c.row_bytes / 16);
+    const int side_words = static_cast<int>(c.side_bytes / 16);
     for (int r = part; r < rows; r += c.blocks_per_peer) {
-      const auto* from = reinterpret_cast<const Word16*>(c.rows + src[r] * c.row_bytes);
-      auto* to = reinterpret_cast<Word16*>(dst + r * c.row_bytes);
-      // kInFlight loads before their stores: the remote stores do not stall the thread, the
-      // loads do, so several in flight keep HBM and the links busy.
-      for (int w0 = thread_id(); w0 < words; w0 += kInFlight * kSendThreads) {
-        Word16 v[kInFlight];
-#pragma unroll
-        for (int i = 0; i < kInFlight; ++i) {
-          const int w = w0 + i * kSendThreads;
-          if (w < words) v[i] = from[w];
-        }
-#pragma unroll
-        for (int i = 0; i < kInFlight; ++i) {
-          const int w = w0 + i * kSendThreads;
-          if (w < words) to[w] = v[i];
-        }
-      }
+      const long long from = src[r];
+      copy_row(reinterpret_cast<const Word16*>(c.rows + from * c.row_bytes),
+               reinterpret_cast<Word16*>(dst + r * c.row_bytes), words);
+      copy_row(reinterpret_cast<const Word16*>(c.side + from * c.side_bytes),
+               reinterpret_cast<Word16*>(side_dst + r * c.side_bytes), side_words);
     }
   }
   barrier();
@@ -190,6 +202,13 @@ JA_DEVICE void send(const Call& c) {
       }
     }
   }
+}
+
+// Zeroes words [from, to) of a block with the block's threads.
+JA_DEVICE void zero_words(unsigned char* base, long long from, long long to) {
+  auto* words = reinterpret_cast<Word16*>(base);
+  for (long long w = from + thread_id(); w < to; w += kReceiveThreads)
+    words[w] = Word16{0, 0, 0, 0};
 }
 
 JA_DEVICE void receive(const Call& c) {
@@ -212,12 +231,10 @@ JA_DEVICE void receive(const Call& c) {
   }
   barrier();
   // Rows nobody filled read zero.
-  const int rows = rows_shared;
-  auto* block = c.recv + static_cast<long long>(s) * c.capacity * c.row_bytes;
-  const long long from = rows * c.row_bytes / 16, to = c.capacity * c.row_bytes / 16;
-  auto* words = reinterpret_cast<Word16*>(block);
-  for (long long w = from + thread_id(); w < to; w += kReceiveThreads)
-    words[w] = Word16{0, 0, 0, 0};
+  const long long rows = rows_shared, block = static_cast<long long>(s) * c.capacity;
+  zero_words(c.recv + block * c.row_bytes, rows * c.row_bytes / 16, c.capacity * c.row_bytes / 16);
+  zero_words(c.side_recv + block * c.side_bytes, rows * c.side_bytes / 16,
+             c.capacity * c.side_bytes / 16);
 }
 
 // After every receive block: a rank that gave up on a peer poisons its ready flag (a late peer
@@ -229,17 +246,19 @@ JA_DEVICE void poison_if_failed(const Call& c) {
 
 }  // namespace ja
 
-#define JA_PEER_PARAMS                                                                             \
-  const void *rows, const void *src, const void *position, void *recv, void *counts, void *status, \
-      const void *table, long long row_bytes, long long timeout_ns, int rows_count, int capacity,  \
-      int ranks, int stride, int blocks_per_peer, int reserved
-#define JA_PEER_CALL                                                                           \
-  ja::Call {                                                                                   \
-    static_cast<const unsigned char*>(rows), static_cast<const int*>(src),                     \
-        static_cast<const int*>(position), static_cast<unsigned char*>(recv),                  \
-        static_cast<int*>(counts), static_cast<int*>(status),                                  \
-        static_cast<const ja::PeerTable*>(table), row_bytes, timeout_ns, rows_count, capacity, \
-        ranks, stride, blocks_per_peer                                                         \
+#define JA_PEER_PARAMS                                                                     \
+  const void *rows, const void *side, const void *src, const void *position, void *recv,   \
+      void *side_recv, void *counts, void *status, const void *table, long long row_bytes, \
+      long long side_bytes, long long timeout_ns, int rows_count, int capacity, int ranks, \
+      int stride, int blocks_per_peer, int reserved
+#define JA_PEER_CALL                                                                             \
+  ja::Call {                                                                                     \
+    static_cast<const unsigned char*>(rows), static_cast<const unsigned char*>(side),            \
+        static_cast<const int*>(src), static_cast<const int*>(position),                         \
+        static_cast<unsigned char*>(recv), static_cast<unsigned char*>(side_recv),               \
+        static_cast<int*>(counts), static_cast<int*>(status),                                    \
+        static_cast<const ja::PeerTable*>(table), row_bytes, side_bytes, timeout_ns, rows_count, \
+        capacity, ranks, stride, blocks_per_peer                                                 \
   }
 
 JA_KERNEL_BOUNDED(32)

@@ -141,25 +141,51 @@ class _Exchange:
         return jnp.stack([mesh_index, jax.lax.axis_index(self.axis_name)]).astype(jnp.int32)
 
 
-def _move(ex, packed, src):
-    """packed [R, B] bytes, src [n, C] (row of packed for (rank d, row c); -1 ends rank d's rows)
-    -> (received [n * C, B], counts [n] or None, status [4] or None)."""
+def _pad16(a):
+    pad = -a.shape[1] % 16  # the peer kernels move 16-byte words
+    return jnp.pad(a, ((0, 0), (0, pad))) if pad else a
+
+
+def _move(ex, arrays, src, identity=False):
+    """Rows of `arrays` ([R, ...] each), src [n, C] (row for (rank d, row c); -1 ends rank d's
+    rows) -> (received [n * C, ...] each, counts [n] or None, status [4] or None). XLA's tier
+    packs every field into one byte row; the peer tier moves the first field from and into its
+    own array when its rows are whole 16-byte words (the tokens) and packs only the others.
+    identity: src is row d * C + c everywhere (XLA's tier then moves the rows as they are)."""
     n, c = src.shape
     if ex.tier == "xla":
-        block = jnp.where((src >= 0)[..., None], packed[jnp.maximum(src, 0)], jnp.uint8(0))
+        packed, spec = _pack(arrays)
+        if identity:
+            block = packed.reshape(n, c, -1)
+        else:
+            block = jnp.where((src >= 0)[..., None], packed[jnp.maximum(src, 0)], jnp.uint8(0))
         recv = jax.lax.all_to_all(block, ex.axis_name, 0, 0)
-        return recv.reshape(n * c, -1), None, None
-    width = packed.shape[1]
-    pad = -width % 16  # the kernels move 16-byte words
-    if pad:
-        packed = jnp.pad(packed, ((0, 0), (0, pad)))
+        return _unpack(recv.reshape(n * c, -1), spec), None, None
+    first = arrays[0]
+    whole = first.ndim == 2 and (first.shape[1] * first.dtype.itemsize) % 16 == 0 and \
+        first.shape[1] > 0
+    main, rest = (first, arrays[1:]) if whole else (None, arrays)
+    if rest:
+        side, spec = _pack(rest)
+    else:
+        side, spec = jnp.zeros((first.shape[0], 0), jnp.uint8), ()
+    width = side.shape[1]
+    side = _pad16(side)
+    if main is None:
+        main, side = side, jnp.zeros((side.shape[0], 0), jnp.uint8)
     out = _call.call("aiter.peer_all_to_all",
-                     inputs={"rows": packed, "src": src, "position": ex.position()},
-                     outputs={"recv": ((n, c, width + pad), jnp.uint8), "counts": ((n,), jnp.int32),
-                              "status": ((4,), jnp.int32)},
+                     inputs={"rows": main, "side": side, "src": src, "position": ex.position()},
+                     outputs={"recv": ((n, c, main.shape[1]), main.dtype),
+                              "side_recv": ((n, c, side.shape[1]), side.dtype),
+                              "counts": ((n,), jnp.int32), "status": ((4,), jnp.int32)},
                      attributes={"devices": ex.devices, "stride": ex.stride,
                                  "timeout_ms": ex.timeout_ms})
-    return out["recv"].reshape(n * c, -1)[:, :width], out["counts"], out["status"]
+    recv, side_recv = out["recv"].reshape(n * c, -1), out["side_recv"].reshape(n * c, -1)
+    if whole:
+        fields = [recv] + (_unpack(side_recv[:, :width], spec) if rest else [])
+    else:
+        fields = _unpack(recv[:, :width], spec)
+    return fields, out["counts"], out["status"]
 
 
 def _send_impl(arrays, slots, ex):
@@ -175,9 +201,7 @@ def _send_impl(arrays, slots, ex):
     flat_slot = jnp.where(slots >= 0, d_idx * capacity + slots, n * capacity)
     src = jnp.full((n * capacity,), -1, jnp.int32).at[flat_slot.reshape(-1)].set(
         tok.reshape(-1), mode="drop")
-    packed, spec = _pack(arrays)
-    recv, counts, status = _move(ex, packed, src.reshape(n, capacity))
-    return _unpack(recv, spec), counts, status
+    return _move(ex, list(arrays), src.reshape(n, capacity))
 
 
 def _back_impl(arrays, slots, counts, ex):
@@ -185,13 +209,11 @@ def _back_impl(arrays, slots, counts, ex):
     the ranks each token went to. counts: the rows received from each rank (None: all)."""
     n = slots.shape[1]
     capacity = ex.capacity
-    packed, spec = _pack(arrays)
     rows = jnp.arange(n * capacity, dtype=jnp.int32).reshape(n, capacity)
     if counts is not None:
         rows = jnp.where(jnp.arange(capacity)[None, :] < counts[:, None], rows, -1)
-    back, _, _ = _move(ex, packed, rows)
-    back = back.reshape(n, capacity, -1)
-    parts = [_unpack(back[d], spec) for d in range(n)]
+    back, _, _ = _move(ex, list(arrays), rows, identity=counts is None)
+    parts = [[f.reshape(n, capacity, *f.shape[1:])[d] for f in back] for d in range(n)]
     out = []
     for i, a in enumerate(arrays):
         acc = jnp.zeros((slots.shape[0], *a.shape[1:]), jnp.float32)

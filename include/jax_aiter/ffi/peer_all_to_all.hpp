@@ -1,5 +1,5 @@
 // How the peer exchange meets XLA: operands in call order and its attributes.
-//   aiter.peer_all_to_all  (rows, src, position) -> (recv, counts, status)
+//   aiter.peer_all_to_all  (rows, side, src, position) -> (recv, side_recv, counts, status)
 //                          attributes devices, stride, timeout_ms
 #pragma once
 
@@ -15,8 +15,10 @@ template <>
 struct FfiSpec<ops::PeerAllToAll> {
   using P = ops::PeerAllToAll::Params;
   static constexpr std::array operands{
-      input("rows", &P::rows),  input("src", &P::src),        input("position", &P::position),
-      output("recv", &P::recv), output("counts", &P::counts), output("status", &P::status)};
+      input("rows", &P::rows),      input("side", &P::side),
+      input("src", &P::src),        input("position", &P::position),
+      output("recv", &P::recv),     output("side_recv", &P::side_recv),
+      output("counts", &P::counts), output("status", &P::status)};
   static constexpr std::array attributes{attr<&P::devices>("devices", kRequired),
                                          attr<&P::stride>("stride", kRequired),
                                          attr<&P::timeout_ms>("timeout_ms", kRequired)};

@@ -77,6 +77,7 @@ inline void publish(const kernels::KernelArgs& packed, kernels::Dim3, kernels::D
   own.epoch = e;
   own.failed = 0;
   own.recv = reinterpret_cast<u64>(c.a.recv);
+  own.side_recv = reinterpret_cast<u64>(c.a.side_recv);
   std::memset(c.status(), 0, 4 * sizeof(int));
   store_release(own.ready, e);
 }
@@ -104,20 +105,27 @@ inline void send(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels:
     const int d = static_cast<int>(b) % a.ranks, part = static_cast<int>(b) / a.ranks;
     P::PeerSlot& peer = c.slot_of(d);
     const int* src = static_cast<const int*>(a.src) + static_cast<int64_t>(d) * a.capacity;
-    unsigned char* dst = nullptr;
+    unsigned char *dst = nullptr, *side_dst = nullptr;
+    const int64_t block = static_cast<int64_t>(me) * a.capacity;
     if (wait_for(peer.ready, e, a.timeout_ns) == ~0ull) {
       std::atomic_ref<u64>(own.failed).fetch_or(1ull << d);
       c.report(P::kTimeoutReady, d, e);
     } else {
-      dst = reinterpret_cast<unsigned char*>(load_acquire(peer.recv)) +
-            static_cast<int64_t>(me) * a.capacity * a.row_bytes;
+      dst = reinterpret_cast<unsigned char*>(load_acquire(peer.recv)) + block * a.row_bytes;
+      side_dst =
+          reinterpret_cast<unsigned char*>(load_acquire(peer.side_recv)) + block * a.side_bytes;
     }
     const int rows = valid_rows(src, a.capacity);
     if (dst != nullptr) {
       const auto* from = static_cast<const unsigned char*>(a.rows);
+      const auto* side = static_cast<const unsigned char*>(a.side);
       for (int r = part; r < rows; r += a.blocks_per_peer) {
         std::memcpy(dst + r * a.row_bytes, from + src[r] * a.row_bytes,
                     static_cast<size_t>(a.row_bytes));
+        if (a.side_bytes > 0) {
+          std::memcpy(side_dst + r * a.side_bytes, side + src[r] * a.side_bytes,
+                      static_cast<size_t>(a.side_bytes));
+        }
       }
     }
     const u64 finished = std::atomic_ref<u64>(own.sent_blocks[d]).fetch_add(1) + 1;
@@ -147,9 +155,12 @@ inline void receive(const kernels::KernelArgs& packed, kernels::Dim3 grid, kerne
       rows = static_cast<int>(load_acquire(own.count[s]));
     }
     static_cast<int*>(a.counts)[s] = rows;
-    auto* block = static_cast<unsigned char*>(a.recv) + s * a.capacity * a.row_bytes;
-    std::memset(block + rows * a.row_bytes, 0,
-                static_cast<size_t>((a.capacity - rows) * a.row_bytes));
+    for (const auto& [base, bytes] :
+         {std::pair{a.recv, a.row_bytes}, {a.side_recv, a.side_bytes}}) {
+      if (bytes == 0) continue;
+      auto* block = static_cast<unsigned char*>(base) + s * a.capacity * bytes;
+      std::memset(block + rows * bytes, 0, static_cast<size_t>((a.capacity - rows) * bytes));
+    }
   }
   if (load_acquire(own.failed) != 0) store_release(own.ready, own.epoch | P::kPoisoned);
 }

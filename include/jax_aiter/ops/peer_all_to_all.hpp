@@ -4,14 +4,17 @@
 // flags in device memory and a bounded wait (kernels/shared/peer_all_to_all.h). Parameters,
 // validation and launch plan; pure C++ (no HIP, no XLA).
 //
-//   aiter.peer_all_to_all  rows u8 [R, B], src i32 [n, C], position i32 [2]
-//                          -> recv u8 [n, C, B], counts i32 [n], status i32 [4]
-//     recv[s, c] = rank s's rows[src_s[me, c]] for c < counts[s], zeros past it; src[d, :] is a
-//     prefix of row indices ended by -1. position = (this device's index in the mesh, its index
-//     on the peer axis), computed in the program (axis_index). Attributes: devices, the mesh's
-//     device ordinals in mesh order ("0,1,2,3"); stride, the mesh-index distance between
-//     neighbours on the peer axis; timeout_ms, the bound on every wait.
-//     status = (0 or the timeout code, the rank waited for, the exchange number, 0).
+//   aiter.peer_all_to_all  rows [R, X], side [R, Y], src i32 [n, C], position i32 [2]
+//                          -> recv [n, C, X], side_recv [n, C, Y], counts i32 [n], status i32 [4]
+//     recv[s, c] = rank s's rows[src_s[me, c]] (side_recv the same of side) for c < counts[s],
+//     zeros past it; src[d, :] is a prefix of row indices ended by -1. Two fields a row, any
+//     dtypes (moved as bytes, a multiple of 16 a row; side may have none): the tokens move from
+//     and into their own arrays, the small fields (ids, weights, scales) packed beside them.
+//     position = (this device's index in the mesh, its index on the peer axis), computed in the
+//     program (axis_index). Attributes: devices, the mesh's device ordinals in mesh order
+//     ("0,1,2,3"); stride, the mesh-index distance between neighbours on the peer axis; timeout_ms,
+//     the bound on every wait. status = (0 or the timeout code, the rank waited for, the exchange
+//     number, 0).
 #pragma once
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
@@ -66,12 +70,14 @@ inline Expected<runtime::PeerDevices> parse_peer_devices(std::string_view text) 
 }
 
 struct PeerAllToAllParams {
-  Tensor rows;      // u8 [R, B]
-  Tensor src;       // i32 [n, C]
-  Tensor position;  // i32 [2]
-  Tensor recv;      // u8 [n, C, B]
-  Tensor counts;    // i32 [n]
-  Tensor status;    // i32 [4]
+  Tensor rows;       // [R, X]
+  Tensor side;       // [R, Y]
+  Tensor src;        // i32 [n, C]
+  Tensor position;   // i32 [2]
+  Tensor recv;       // [n, C, X] (rows' dtype)
+  Tensor side_recv;  // [n, C, Y] (side's dtype)
+  Tensor counts;     // i32 [n]
+  Tensor status;     // i32 [4]
   std::string_view devices;
   int64_t stride = 1;
   int64_t timeout_ms = 10000;
@@ -80,7 +86,11 @@ struct PeerAllToAllParams {
 
   int64_t ranks() const { return src.rank == 2 ? src.dims[0] : 0; }
   int64_t capacity() const { return src.rank == 2 ? src.dims[1] : 0; }
-  int64_t row_bytes() const { return rows.rank == 2 ? rows.dims[1] : 0; }
+  static int64_t row_bytes_of(const Tensor& t) {
+    return t.rank == 2 ? t.dims[1] * static_cast<int64_t>(size_bytes(t.dtype)) : 0;
+  }
+  int64_t row_bytes() const { return row_bytes_of(rows); }
+  int64_t side_bytes() const { return row_bytes_of(side); }
   runtime::PeerDevices parsed_devices() const {
     auto d = parse_peer_devices(devices);
     return d ? *d : runtime::PeerDevices{};
@@ -105,13 +115,16 @@ struct PeerAllToAllKernels {
     const int64_t per_peer = peer_blocks_per_peer(n, c, target.compute_units);
     const kernels::PeerAllToAllArgs args{
         p.rows.data,
+        p.side.data,
         p.src.data,
         p.position.data,
         p.recv.data,
+        p.side_recv.data,
         p.counts.data,
         p.status.data,
         p.table,
         p.row_bytes(),
+        p.side_bytes(),
         p.timeout_ms * 1000000,
         static_cast<int32_t>(p.rows.rank == 2 ? p.rows.dims[0] : 0),
         static_cast<int32_t>(c),
@@ -145,25 +158,34 @@ struct PeerAllToAll {
                                   " ranks and C >= 1, got ", describe(src)));
     }
     const int64_t n = p.ranks(), c = p.capacity();
-    if (rows.dtype != DType::kU8 || rows.rank != 2 || rows.dims[1] < 16 || rows.dims[1] % 16 ||
-        rows.dims[0] > INT32_MAX) {
-      return operand_error(kName, "rows",
-                           StrCat("expected u8[R, B] with B a positive multiple of 16 bytes (the "
-                                  "kernels move 16-byte words), got ",
-                                  describe(rows)));
+    for (const auto& [t, name, least] :
+         {std::tuple<const Tensor*, std::string_view, int64_t>{&rows, "rows", 16},
+          {&p.side, "side", 0}}) {
+      const int64_t bytes = Params::row_bytes_of(*t);
+      if (t->rank != 2 || bytes < least || bytes % 16 || t->dims[0] != rows.dims[0] ||
+          t->dims[0] > INT32_MAX) {
+        return operand_error(kName, name,
+                             StrCat("expected [R, X] with a row of ", least ? "a positive" : "a",
+                                    " multiple of 16 bytes (the kernels move 16-byte words), R "
+                                    "from rows, got ",
+                                    describe(*t)));
+      }
     }
-    const int64_t b = p.row_bytes();
     if (p.position.dtype != DType::kI32 || p.position.rank != 1 || p.position.dims[0] != 2) {
       return operand_error(
           kName, "position",
           StrCat("expected i32[2] (mesh index, axis index), got ", describe(p.position)));
     }
-    const Tensor& recv = p.recv;
-    if (recv.dtype != DType::kU8 || recv.rank != 3 || recv.dims[0] != n || recv.dims[1] != c ||
-        recv.dims[2] != b) {
-      return operand_error(kName, "recv",
-                           StrCat("expected u8[", n, ", ", c, ", ", b,
-                                  "] (n and C from src, B from rows), got ", describe(recv)));
+    for (const auto& [out, in, name] :
+         {std::tuple<const Tensor*, const Tensor*, std::string_view>{&p.recv, &rows, "recv"},
+          {&p.side_recv, &p.side, "side_recv"}}) {
+      if (out->dtype != in->dtype || out->rank != 3 || out->dims[0] != n || out->dims[1] != c ||
+          out->dims[2] != in->dims[1]) {
+        return operand_error(kName, name,
+                             StrCat("expected ", jax_aiter::name(in->dtype), "[", n, ", ", c, ", ",
+                                    in->dims[1], "] (n and C from src, the row from ",
+                                    name == "recv" ? "rows" : "side", "), got ", describe(*out)));
+      }
     }
     if (p.counts.dtype != DType::kI32 || p.counts.rank != 1 || p.counts.dims[0] != n) {
       return operand_error(kName, "counts",
@@ -189,8 +211,8 @@ struct PeerAllToAll {
       return InvalidArgument(StrCat(kName, ": attribute timeout_ms: expected 1 to ", kMaxTimeoutMs,
                                     ", got ", p.timeout_ms));
     }
-    if (n * c * b > (int64_t{1} << 40)) {
-      return operand_error(kName, "recv", StrCat("too large: ", describe(recv)));
+    if (n * c * (p.row_bytes() + p.side_bytes()) > (int64_t{1} << 40)) {
+      return operand_error(kName, "recv", StrCat("too large: ", describe(p.recv)));
     }
     for (const auto& [t, name] : {std::pair<const Tensor*, std::string_view>{&p.src, "src"},
                                   {&p.position, "position"},
@@ -199,8 +221,12 @@ struct PeerAllToAll {
                                   {&p.status, "status"}}) {
       if (t->data == nullptr) return operand_error(kName, name, "null data pointer");
     }
-    if (rows.dims[0] > 0 && rows.data == nullptr) {
-      return operand_error(kName, "rows", "null data pointer");
+    for (const auto& [t, name] : {std::pair<const Tensor*, std::string_view>{&rows, "rows"},
+                                  {&p.side, "side"},
+                                  {&p.side_recv, "side_recv"}}) {
+      if (t->bytes() > 0 && t->data == nullptr) {
+        return operand_error(kName, name, "null data pointer");
+      }
     }
     return {};
   }

@@ -4,9 +4,11 @@
 //
 // Every device of a group owns one PeerSlot in its own memory (allocated once per group, peer
 // access enabled between the devices); a call on rank `me` at call number e (the slot's epoch):
-//   publish: epoch = e; recv = the call's receive buffer; ready = e (after recv, system scope)
+//   publish: epoch = e; recv, side_recv = the call's receive buffers; ready = e (after them,
+//            system scope)
 //   send:    for each peer d: wait until slot[d].ready == e, then store the rows for d straight
-//            into slot[d].recv (block `me`), then slot[d].count[me] = rows; slot[d].done[me] = e
+//            into slot[d].recv and side_recv (block `me`), then slot[d].count[me] = rows;
+//            slot[d].done[me] = e
 //   receive: wait until done[s] == e for every s; zero the rows of block s past count[s]
 // A peer that misses the bound (timeout_ns) is skipped and named in the status output and in the
 // host-visible mailbox; the slot's ready is then poisoned (kPoisoned), so that a late peer waiting
@@ -28,9 +30,10 @@ inline constexpr int kTimeoutDone = 2;   // a peer published it but never finish
 
 // One device's slot, read and written by every rank of its group (all fields 8-byte aligned).
 struct PeerSlot {
-  unsigned long long epoch;             // calls this device has started (its own kernels only)
-  unsigned long long ready;             // epoch whose recv is published (or poisoned)
-  unsigned long long recv;              // that call's receive buffer, as an address
+  unsigned long long epoch;  // calls this device has started (its own kernels only)
+  unsigned long long ready;  // epoch whose recv is published (or poisoned)
+  unsigned long long recv;   // that call's receive buffers, as addresses
+  unsigned long long side_recv;
   unsigned long long failed;            // bit s: this call gave up on rank s
   unsigned long long done[kMaxPeers];   // done[s]: the last epoch rank s finished sending to us
   unsigned long long count[kMaxPeers];  // count[s]: rows rank s sent in that epoch
