@@ -21,7 +21,7 @@ jax_aiter_op(attention KERNELS attention AITER aiter_fmha_v3)
 jax_aiter_op(gemm_i8 KERNELS gemm_i8 AITER aiter_i8gemm)
 jax_aiter_op(gemm_fp4 KERNELS gemm_fp4 AITER aiter_f4gemm)
 jax_aiter_op(gemm_fp8_blockscale KERNELS gemm_fp8_blockscale AITER aiter_fp8gemm_blockscale aiter_mi350 aiter_flatmm)
-jax_aiter_op(moe_routing KERNELS moe_routing)  # AITER's ASM topksoftmax: a tier to come
+jax_aiter_op(moe_routing KERNELS moe_routing AITER aiter_topksoftmax)
 jax_aiter_op(grouped_gemm KERNELS grouped_gemm)  # AITER ships no grouped-GEMM ASM kernel we use
 # fmoe: the one-stage kernels; fmoe_2stages: stage 1 (stage 2 and the portable tier: fused_moe.py)
 jax_aiter_op(fused_moe AITER aiter_fmoe aiter_fmoe_2stages)

@@ -74,14 +74,14 @@ def moe_sorting_sizes(tokens: int, topk: int, num_experts: int, block_m: int) ->
 
 # ---- the calls ---------------------------------------------------------------------------------
 
-def _topk_io(logits, k: int, renormalize: bool):
+def _topk_io(logits, k: int, renormalize: bool, kernel: str = ""):
     t = logits.shape[0] if logits.ndim else 0
     return ({"logits": logits}, {"weights": ((t, k), _F32), "ids": ((t, k), _I32)},
-            {"renormalize": bool(renormalize)})
+            {"renormalize": bool(renormalize), "kernel": kernel})
 
 
-def _kernel_topk(logits, k: int, renormalize: bool, dispatch: Dispatch):
-    inputs, outputs, attributes = _topk_io(logits, k, renormalize)
+def _kernel_topk(logits, k: int, renormalize: bool, kernel: str, dispatch: Dispatch):
+    inputs, outputs, attributes = _topk_io(logits, k, renormalize, kernel)
     out = _call.call("aiter.topk_softmax", inputs=inputs, outputs=outputs,
                      attributes=attributes, dispatch=dispatch)
     return out["weights"], out["ids"]
@@ -118,8 +118,8 @@ def _topk_rule(config, shapes):
 
 @_partition.op("aiter.topk_softmax", rule=_topk_rule)
 def _part_topk(config, shards, logits):
-    k, renormalize, dispatch = config
-    return _kernel_topk(logits, k, renormalize, dispatch)
+    k, renormalize, kernel, dispatch = config
+    return _kernel_topk(logits, k, renormalize, kernel, dispatch)
 
 
 def _sort_rule(config, shapes):
@@ -140,8 +140,8 @@ def _part_sort(config, shards, ids, weights):
 # ---- top-k softmax, with the softmax's gradient ------------------------------------------------
 
 def _topk_forward(logits, config):
-    k, renormalize, dispatch = config
-    inputs, outputs, attributes = _topk_io(logits, k, renormalize)
+    k, renormalize, kernel, dispatch = config
+    inputs, outputs, attributes = _topk_io(logits, k, renormalize, kernel)
     # Validated at trace time (errors name the operand before anything runs); an empty call (no
     # token) is answered here.
     if not _call.validate("aiter.topk_softmax", inputs=inputs, outputs=outputs,
@@ -163,7 +163,7 @@ def _topk_vjp_fwd(logits, config):
 def _topk_vjp_bwd(config, res, cotangents):
     logits, weights, ids = res
     dw = cotangents[0].astype(_F32)  # ids' cotangent is float0: they have no gradient
-    k, renormalize, _ = config.value
+    k, renormalize, _, _ = config.value
     rows = jnp.arange(logits.shape[0])[:, None]
     scatter = lambda v: jnp.zeros(logits.shape, _F32).at[rows, ids].add(v)  # noqa: E731
     if renormalize:  # weights = softmax of the chosen logits
@@ -233,15 +233,23 @@ def _check_rank(op: str, operand: str, a, want: str) -> None:
                          f"{tuple(np.shape(a))}")
 
 
-def topk_softmax(logits, k: int, renormalize: bool = True, *, dispatch: Dispatch | None = None):
+def topk_softmax(logits, k: int, renormalize: bool = True, *, kernel: str | None = None,
+                 dispatch: Dispatch | None = None):
     """The k most probable experts of each token and their softmax weights (AITER's
     ``topk_softmax``).
+
+    On ROCm (gfx942, gfx950) AITER's ASM ``topksoftmax`` kernels run it where one fits: fp32 or
+    bf16 logits with (E, k) in (128, 4|6|8), (256, 6|8), (384, 8), (640, 8); our portable kernel
+    runs everything else, and every call elsewhere. ``dispatch=Dispatch("asm", "gfx942")`` plans
+    the ASM tier for that arch anywhere, where the kernels' ABI twins run it (CPU, CUDA).
 
     Args:
       logits: ``[T, E]`` router logits, bf16, f16 or f32 (1 <= E <= 4096).
       k: a static int, 1 <= k <= E.
       renormalize: divide the chosen weights by their sum (each row then sums to 1).
-      dispatch: which tier runs it (only "portable" so far).
+      kernel: an AITER topksoftmax kernel to use (by symbol or short name, e.g.
+        "topksoftmax_4x128x8_bf16"); it must take the call's dtype, E and k.
+      dispatch: which tier runs it (``jax_aiter.Dispatch``: "auto", "asm" or "portable").
     Returns:
       ``(weights, ids)``: f32 ``[T, k]`` and int32 ``[T, k]``, by decreasing probability; equal
       logits go to the lower expert id.
@@ -251,7 +259,10 @@ def topk_softmax(logits, k: int, renormalize: bool = True, *, dispatch: Dispatch
     if k < 1:
         raise ValueError(f"{op}: attribute k: expected an int >= 1, got {k}")
     _check_rank(op, "logits", logits, "[T, E]")
-    config = (k, bool(renormalize), dispatch or Dispatch())
+    if kernel is not None and not isinstance(kernel, str):
+        raise TypeError(f"{op}: attribute kernel: expected a str (an AITER topksoftmax kernel's "
+                        f"name) or None, got {type(kernel).__name__}")
+    config = (k, bool(renormalize), kernel or "", dispatch or Dispatch())
     return _topk_softmax(logits, Static(config))
 
 
@@ -282,7 +293,8 @@ def moe_sorting(ids, weights, num_experts: int, block_m: int, *,
 # ---- jax-aiter-plan ----------------------------------------------------------------------------
 
 def describe(tokens: int, experts: int, topk: int, dtype="bfloat16", renormalize: bool = True,
-             sorting: bool = False, block_m: int = 32) -> tuple[str, dict, dict]:
+             sorting: bool = False, block_m: int = 32,
+             kernel: str | None = None) -> tuple[str, dict, dict]:
     """The call jax-aiter-plan describes: target, operands name -> (dtype, shape), attrs."""
     if sorting:
         ops, outputs, attributes = _sort_io(np.zeros((tokens, topk), np.int32),
@@ -292,7 +304,7 @@ def describe(tokens: int, experts: int, topk: int, dtype="bfloat16", renormalize
     else:
         operands = {"logits": (dtype, (tokens, experts))}
         outputs = {"weights": ((tokens, topk), _F32), "ids": ((tokens, topk), _I32)}
-        attributes = {"renormalize": bool(renormalize)}
+        attributes = {"renormalize": bool(renormalize), "kernel": kernel or ""}
     operands.update({n: (np.dtype(d).name, s) for n, (s, d) in outputs.items()})
     target = "aiter.moe_sorting" if sorting else "aiter.topk_softmax"
     return target, operands, attributes
@@ -308,7 +320,8 @@ def add_plan_arguments(p) -> None:
 
 
 def _plan_topk(p, args):
-    return describe(args.tokens, args.experts, args.topk, args.dtype, not args.no_renormalize)
+    return describe(args.tokens, args.experts, args.topk, args.dtype, not args.no_renormalize,
+                    kernel=getattr(args, "kernel", None))
 
 
 def _plan_sort(p, args):

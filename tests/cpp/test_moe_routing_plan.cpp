@@ -1,7 +1,9 @@
-// ops/moe_routing.hpp with no GPU and no XLA: validation messages, the launch plans of both tiers
-// against rules stated here independently (grids, blocks, workspace pieces, argument bytes), and
-// the plans run through the host twins (runtime::Host, as the CPU handlers do) against references
-// written here: a sort built expert by expert, and a float64 softmax.
+// ops/moe_routing.hpp with no GPU and no XLA: validation messages, the launch plans of every tier
+// against rules stated here independently (grids, blocks, workspace pieces, argument bytes; the
+// top-k softmax ASM tier's choice of AITER topksoftmax row over a grid of problems per arch), and
+// the plans run through the host twins (runtime::Host, as the CPU handlers do; every AITER
+// topksoftmax row's ABI twin) against references written here: a sort built expert by expert, and
+// a float64 softmax.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +12,11 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "jax_aiter/host_twins/aiter_topksoftmax.hpp"
 #include "jax_aiter/host_twins/moe_routing.hpp"
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/moe_routing.hpp"
@@ -392,4 +396,214 @@ TEST(MoeRoutingTwins, TopkSoftmaxPlanMatchesFloat64) {
       }
     }
   }
+}
+
+// ---- the ASM tier: AITER's topksoftmax kernels ------------------------------------------------
+
+namespace {
+
+using ja::ops::TopkSoftmaxAsmTier;
+
+// AITER's rule, restated from asm_topksoftmax.cu and its CSVs at e4048607a5 independently of the
+// tier: fp32 or bf16 logits; (E, k) one of seven pairs, of which five also have 12-row kernels;
+// 12 rows a workgroup from 10000 tokens where one exists, else 4. The kernel's short name, or ""
+// when AITER has none (its caller then runs the HIP kernel: our portable tier).
+std::string aiter_topksoftmax_rule(int64_t t, int64_t e, int64_t k, DType d) {
+  if (d != DType::kF32 && d != DType::kBF16) return "";
+  const std::set<std::pair<int64_t, int64_t>> four = {{128, 4}, {128, 6}, {128, 8}, {256, 6},
+                                                      {256, 8}, {384, 8}, {640, 8}};
+  const std::set<std::pair<int64_t, int64_t>> twelve = {
+      {128, 4}, {128, 6}, {128, 8}, {256, 6}, {256, 8}};
+  if (!four.count({e, k})) return "";
+  const int subm = t >= 10000 && twelve.count({e, k}) ? 12 : 4;
+  return "topksoftmax_" + std::to_string(subm) + "x" + std::to_string(e) + "x" + std::to_string(k) +
+         (d == DType::kBF16 ? "_bf16" : "");
+}
+
+}  // namespace
+
+TEST(TopkSoftmaxAsm, SelectionMatchesAitersRuleOnEveryArch) {
+  int problems = 0, asm_runs = 0;
+  for (ja::Arch arch : kArchs) {
+    const ja::Target target = target_for(arch);
+    const bool amd = arch == ja::Arch::kGfx942 || arch == ja::Arch::kGfx950;
+    for (int64_t t : {1, 3, 4, 5, 13, 4096, 9999, 10000, 10001, 65537}) {
+      for (int64_t e : {8, 64, 127, 128, 129, 200, 256, 384, 512, 640, 1024}) {
+        for (int64_t k : {1, 2, 4, 5, 6, 7, 8, 9}) {
+          if (k > e) continue;
+          for (DType d : {DType::kBF16, DType::kF16, DType::kF32}) {
+            for (bool renormalize : {true, false}) {
+              auto p = topk_params(t, e, k, d);
+              p.renormalize = renormalize;
+              ASSERT_TRUE(TopkSoftmax::validate(p).ok());
+              ++problems;
+              const std::string want = amd ? aiter_topksoftmax_rule(t, e, k, d) : "";
+              const auto choice = ja::ops::decide<TopkSoftmaxAsmTier>(p, target);
+              ASSERT_EQ(choice.ok(), !want.empty())
+                  << name(arch) << " T=" << t << " E=" << e << " k=" << k << " " << name(d) << ": "
+                  << choice.verdict().text();
+              // The portable tier takes every call (the one the ASM tier declines, too).
+              ASSERT_TRUE(ja::ops::decide<ja::ops::TopkSoftmaxPortable>(p, target).ok());
+              if (want.empty()) continue;
+              ++asm_runs;
+              const auto& row = *choice->row;
+              ASSERT_EQ(ja::kernels::short_name(row), want) << "T=" << t;
+              ja::kernels::Plan plan;
+              ja::ops::plan_with<TopkSoftmaxAsmTier>(p, target, *choice, plan);
+              ASSERT_EQ(plan.count, 1u);
+              const auto& l = plan.steps[0].launch;
+              EXPECT_EQ(l.kernel, &row.kernel);
+              EXPECT_EQ(l.grid, (ja::kernels::Dim3{
+                                    static_cast<uint32_t>((t + row.subm - 1) / row.subm), 1, 1}));
+              EXPECT_EQ(l.block, (ja::kernels::Dim3{256, 1, 1}));
+              ASSERT_EQ(l.args.size, 128u);
+              // The bytes, as AITER packs them: pointers at 0/16/32, u32s at 48..112, pads zero.
+              const auto u32_at = [&](size_t off) {
+                uint32_t v;
+                std::memcpy(&v, l.args.bytes.data() + off, 4);
+                return v;
+              };
+              const auto ptr_at = [&](size_t off) {
+                void* v;
+                std::memcpy(&v, l.args.bytes.data() + off, 8);
+                return v;
+              };
+              EXPECT_EQ(ptr_at(0), p.ids.data);
+              EXPECT_EQ(ptr_at(16), p.weights.data);
+              EXPECT_EQ(ptr_at(32), p.logits.data);
+              EXPECT_EQ(u32_at(48), t);
+              EXPECT_EQ(u32_at(64), e);
+              EXPECT_EQ(u32_at(80), k);
+              EXPECT_EQ(u32_at(96), renormalize ? 1u : 0u);
+              EXPECT_EQ(u32_at(112), k * 4);
+              for (size_t off = 0; off < 128; off += 16) {
+                const size_t value = off < 48 ? 8 : 4;
+                for (size_t b = off + value; b < off + 16; ++b) {
+                  EXPECT_EQ(l.args.bytes[b], std::byte{0}) << "pad byte " << b;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(problems, 4 * 10 * 87 * 3 * 2);  // 87 (E, k) pairs with k <= E
+  EXPECT_EQ(asm_runs, 2 * 10 * 2 * 2 * 7);
+  std::printf("topksoftmax selection: %d problems over 4 archs, %d on AITER's kernels\n", problems,
+              asm_runs);
+}
+
+TEST(TopkSoftmaxAsm, ForcedKernelsAndWhatTheTiersSay) {
+  const ja::Target gfx942 = target_for(ja::Arch::kGfx942);
+  auto p = topk_params(5, 128, 4, DType::kF32);
+  // A 12-row kernel by name on 5 tokens: its subm may exceed AITER's cap.
+  p.aiter.kernel = "topksoftmax_12x128x4";
+  ASSERT_TRUE(TopkSoftmax::validate(p).ok());
+  const auto forced = ja::ops::decide<TopkSoftmaxAsmTier>(p, gfx942);
+  ASSERT_TRUE(forced.ok()) << forced.verdict().text();
+  EXPECT_EQ(forced->row->subm, 12);
+  EXPECT_EQ(ja::ops::decide<ja::ops::TopkSoftmaxPortable>(p, gfx942).verdict().text(),
+            "the call forces an AITER kernel (attribute kernel)");
+  p.aiter.kernel = "_ZN5aiter24topksoftmax_4x128x4_bf16E";  // by symbol; the call's logits are f32
+  EXPECT_EQ(ja::ops::decide<TopkSoftmaxAsmTier>(p, gfx942).verdict().text(),
+            "the forced kernel reads bf16 logits, not fp32");
+  p.aiter.kernel = "topksoftmax_4x256x8";
+  EXPECT_EQ(ja::ops::decide<TopkSoftmaxAsmTier>(p, gfx942).verdict().text(),
+            "the forced kernel takes E = 256 experts, the call has 128");
+  p.aiter.kernel = "topksoftmax_4x128x8";
+  EXPECT_EQ(ja::ops::decide<TopkSoftmaxAsmTier>(p, gfx942).verdict().text(),
+            "the forced kernel chooses k = 8, the call asks for 4");
+  p.aiter.kernel = "topksoftmax_4x128x5";
+  EXPECT_NE(
+      message_of(TopkSoftmax::validate(p)).find("topksoftmax kernels by symbol or short name"),
+      std::string::npos)
+      << message_of(TopkSoftmax::validate(p));
+  p.aiter.kernel = "";
+  p.aiter.splitk = 2;
+  EXPECT_EQ(ja::ops::decide<TopkSoftmaxAsmTier>(p, gfx942).verdict().text(),
+            "AITER's topksoftmax kernels split nothing (splitk 2)");
+  p.aiter.splitk.reset();
+  auto f16 = topk_params(5, 128, 4, DType::kF16);
+  EXPECT_EQ(ja::ops::decide<TopkSoftmaxAsmTier>(f16, gfx942).verdict().text(),
+            "AITER's topksoftmax kernels read fp32 or bf16 logits, not f16");
+  auto odd = topk_params(5, 128, 5, DType::kF32);
+  EXPECT_EQ(ja::ops::decide<TopkSoftmaxAsmTier>(odd, gfx942).verdict().text(),
+            "AITER ships no topksoftmax kernel for E = 128, k = 5 (its (E, k): (128, 4|6|8), "
+            "(256, 6|8), (384, 8), (640, 8))");
+}
+
+namespace {
+
+// Checks one [t, k] result against float64 of logits x (ties: the lower id; renormalize or not).
+void expect_topk(const std::vector<float>& x_all, int t, int e, int k, bool renormalize,
+                 const float* w, const int32_t* ids, int64_t ld, const std::string& what) {
+  for (int r = 0; r < t; ++r) {
+    const float* x = x_all.data() + int64_t{r} * e;
+    std::vector<int> order(e);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x[a] > x[b]; });
+    const double m = *std::max_element(x, x + e);
+    double z = 0, chosen = 0;
+    for (int j = 0; j < e; ++j) z += std::exp(double{x[j]} - m);
+    for (int i = 0; i < k; ++i) chosen += std::exp(double{x[order[i]]} - m);
+    for (int i = 0; i < k; ++i) {
+      ASSERT_EQ(ids[r * ld + i], order[i]) << what << " row " << r << " choice " << i;
+      const double want = std::exp(double{x[order[i]]} - m) / (renormalize ? chosen : z);
+      EXPECT_NEAR(w[r * ld + i], want, 2e-5 * want) << what << " row " << r << " choice " << i;
+    }
+  }
+}
+
+}  // namespace
+
+// Every AITER topksoftmax row through its host twin, forced by name on a call of its (E, k, dtype)
+// on 13 tokens (a partial last workgroup for both subm), renormalize on and off; the outputs are
+// exactly [T, k] with a poisoned guard after them, which must stay untouched.
+TEST(TopkSoftmaxAsm, EveryRowsTwinMatchesFloat64) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  int rows_run = 0;
+  for (const auto& row : ja::kernels::kAiterTopksoftmaxRows) {
+    for (bool renormalize : {true, false}) {
+      const int t = 13, e = row.experts, k = row.topk;
+      std::vector<float> x(int64_t{t} * e);
+      for (float& v : x) v = std::round(normal(rng) * 4.f) / 4.f;  // ties; exact in bf16
+      std::vector<uint16_t> x16(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &x[i], 4);
+        x16[i] = static_cast<uint16_t>(bits >> 16);
+      }
+      const int64_t guard = 16;
+      std::vector<float> w(int64_t{t} * k + guard, -7.f);
+      std::vector<int32_t> ids(w.size(), -7);
+      auto p = topk_params(t, e, k, row.dtype);
+      p.logits = at(row.dtype == DType::kBF16 ? static_cast<void*>(x16.data()) : x.data(),
+                    row.dtype, {t, e});
+      p.weights = at(w.data(), DType::kF32, {t, k});
+      p.ids = at(ids.data(), DType::kI32, {t, k});
+      p.renormalize = renormalize;
+      p.aiter.kernel = ja::kernels::short_name(row);
+      ASSERT_TRUE(TopkSoftmax::validate(p).ok());
+      for (ja::Arch arch : {ja::Arch::kGfx942, ja::Arch::kGfx950}) {
+        std::fill(w.begin(), w.end(), -7.f);
+        std::fill(ids.begin(), ids.end(), -7);
+        ja::kernels::Plan plan;
+        const ja::Verdict v =
+            ja::ops::decide_and_plan<TopkSoftmaxAsmTier>(p, target_for(arch), plan);
+        ASSERT_TRUE(v.ok()) << v.text();
+        ASSERT_EQ(plan.steps[0].launch.kernel, &row.kernel);
+        ASSERT_TRUE(run_plan(plan).ok());
+        const std::string what = std::string(row.kernel.symbol) + (renormalize ? " renorm" : "");
+        expect_topk(x, t, e, k, renormalize, w.data(), ids.data(), k, what);
+        for (int64_t i = int64_t{t} * k; i < static_cast<int64_t>(w.size()); ++i) {
+          ASSERT_EQ(w[i], -7.f) << what << ": wrote past [T, k]";
+          ASSERT_EQ(ids[i], -7) << what << ": wrote past [T, k]";
+        }
+      }
+      ++rows_run;
+    }
+  }
+  EXPECT_EQ(rows_run, 48);
 }

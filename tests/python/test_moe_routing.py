@@ -1,8 +1,9 @@
 """MoE routing through JAX on the CPU backend (the real XLA path: our handlers and host twins):
-``topk_softmax`` and ``moe_sorting`` against NumPy references written here from AITER's contract
-(float64 softmax, ties to the lower expert id, the sorted layout of AITER's moe_sorting_fwd as its
-own torch reference builds it), their gradients against jnp, every bad input named, and the
-shardings.
+``topk_softmax`` (both tiers: the ASM tier planned for gfx942/gfx950 runs AITER's topksoftmax rows
+through their ABI twins) and ``moe_sorting`` against NumPy references written here from AITER's
+contract (float64 softmax, ties to the lower expert id, the sorted layout of AITER's
+moe_sorting_fwd as its own torch reference builds it), their gradients against jnp, every bad
+input named, and the shardings.
 """
 
 from __future__ import annotations
@@ -177,6 +178,46 @@ def test_topk_softmax_gradient(renormalize):
     assert gb.dtype == jnp.bfloat16 and gb.shape == x.shape
 
 
+# ---- topk_softmax on AITER's topksoftmax kernels (their ABI twins here) -------------------------
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+@pytest.mark.parametrize("dtype", [BF16, np.float32])
+def test_topk_softmax_asm_tier(arch, dtype):
+    """13 tokens (a partial last workgroup), ties everywhere, both renormalizations; the bf16 call
+    also on 10001 tokens (12-row kernels from 10000 on) and E = 640."""
+    asm = Dispatch("asm", arch)
+    x = logits_of(13, 128, dtype, seed=21, ties=True)
+    for renormalize in (True, False):
+        check_topk(x, 8, renormalize, dispatch=asm)
+    if dtype is BF16:
+        check_topk(logits_of(10001, 256, dtype, seed=22), 6, False, dispatch=asm)
+        check_topk(logits_of(5, 640, dtype, seed=23), 8, True, dispatch=asm)
+
+
+def test_topk_softmax_asm_tier_plans_and_gradient():
+    from jax_aiter import tools
+    chosen = lambda plan: (plan["chosen"]["tier"], plan["chosen"]["plan"]["steps"][0]["launch"])
+    for tokens, dtype, want in [(9999, "bfloat16", "topksoftmax_4x128x8_bf16.co"),
+                                (10000, "float32", "topksoftmax_12x128x8.co")]:
+        target, operands, attrs = jax_aiter.moe_routing.describe(tokens, 128, 8, dtype)
+        tier, launch = chosen(tools.plan(target, operands, attrs, "gfx942"))
+        assert tier == "asm" and launch["code_object"].endswith("/" + want), launch
+        assert launch["grid"][0] == -(-tokens // (12 if tokens >= 10000 else 4))
+    # Where AITER has no kernel (f16 logits; E = 128, k = 5) the portable tier runs, on ROCm too.
+    for dtype, k in [("float16", 8), ("bfloat16", 5)]:
+        target, operands, attrs = jax_aiter.moe_routing.describe(64, 128, k, dtype)
+        assert chosen(tools.plan(target, operands, attrs, "gfx950"))[0] == "portable"
+    # The gradient is the op's, whichever tier ran the forward.
+    x = jnp.asarray(logits_of(16, 128, np.float32, seed=24))
+    c = jnp.asarray(np.random.default_rng(25).standard_normal((16, 4)), jnp.float32)
+    grads = [jax.grad(lambda x: jnp.sum(jax_aiter.topk_softmax(x, 4, False, dispatch=d)[0] * c))(x)
+             for d in (Dispatch("asm", "gfx942"), Dispatch("portable"))]
+    np.testing.assert_array_equal(np.asarray(grads[0]), np.asarray(grads[1]))
+    # A forced kernel by name (a 12-row kernel on 5 tokens: allowed).
+    check_topk(logits_of(5, 128, np.float32, seed=26), 4, True, kernel="topksoftmax_12x128x4",
+               dispatch=Dispatch(asm_arch="gfx950"))
+
+
 # ---- moe_sorting -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("block_m", [32, 64, 128])
@@ -283,8 +324,16 @@ def _raises(fn, exc, message):
      "aiter.topk_softmax: attribute k: expected an int >= 1, got 0"),
     (lambda: jax_aiter.topk_softmax(jnp.zeros((4, 8)), 2.5), TypeError,
      "aiter.topk_softmax: attribute k: expected a static Python int, got float"),
-    (lambda: jax_aiter.topk_softmax(jnp.zeros((4, 8)), 2, dispatch=Dispatch("asm")), ValueError,
-     "aiter.topk_softmax: attribute tier: expected one of auto, portable; got 'asm'"),
+    (lambda: jax_aiter.topk_softmax(jnp.zeros((4, 8)), 2, dispatch=Dispatch("ck")), ValueError,
+     "aiter.topk_softmax: attribute tier: expected one of auto, asm, portable; got 'ck'"),
+    (lambda: jax_aiter.topk_softmax(jnp.zeros((4, 128)), 4, kernel="topksoftmax_4x128x5"),
+     ValueError, "aiter.topk_softmax: attribute kernel: expected \"\" (the heuristic's choice) or "
+                 "one of AITER's "
+                 "topksoftmax kernels by symbol or short name (e.g. topksoftmax_4x128x4), got "
+                 "'topksoftmax_4x128x5'"),
+    (lambda: jax_aiter.topk_softmax(jnp.zeros((4, 128)), 4, kernel=3), TypeError,
+     "aiter.topk_softmax: attribute kernel: expected a str (an AITER topksoftmax kernel's name) "
+     "or None, got int"),
     (lambda: jax_aiter.moe_sorting(jnp.zeros((4, 2)), jnp.zeros((4, 2)), 8, 32), ValueError,
      "aiter.moe_sorting: operand ids: expected i32[T,topk], got f32[4,2]"),
     (lambda: jax_aiter.moe_sorting(jnp.zeros((4,), jnp.int32), jnp.zeros((4,)), 8, 32),

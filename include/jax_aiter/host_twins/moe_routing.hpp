@@ -48,36 +48,45 @@ inline int32_t pack_sorted_id(int64_t token, int64_t slot) {
                               static_cast<uint32_t>(token));
 }
 
+// One row of top-k softmax: the e logits at logits[row * stride], its k choices into w[0, k) and
+// ids[0, k).
+template <DType T>
+void topk_softmax_row(const void* logits, int64_t row, int64_t stride, int64_t e, int64_t k,
+                      bool renormalize, float* w, int32_t* ids) {
+  std::array<bool, M::kMaxExperts> taken;
+  const int64_t base = row * stride;
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < e; ++j) m = nan_max(m, load_logit<T>(logits, base + j));
+  float s = 0.f;
+  for (int64_t j = 0; j < e; ++j) s += std::exp(load_logit<T>(logits, base + j) - m);
+  std::fill(taken.begin(), taken.begin() + e, false);
+  float chosen = 0.f;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t best = -1;
+    uint32_t best_key = 0;
+    for (int64_t j = 0; j < e; ++j) {  // ascending ids: a strictly larger key wins
+      const uint32_t key = order_key(load_logit<T>(logits, base + j));
+      if (!taken[j] && (best < 0 || key > best_key)) best = j, best_key = key;
+    }
+    taken[best] = true;
+    const float numerator = std::exp(load_logit<T>(logits, base + best) - m);
+    chosen += numerator;
+    ids[i] = static_cast<int32_t>(best);
+    w[i] = numerator;
+  }
+  const float denominator = renormalize ? chosen : s;
+  for (int64_t i = 0; i < k; ++i) w[i] = w[i] / denominator;
+}
+
 template <DType T>
 void topk_softmax(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Dim3) {
   const auto a = packed.unpack<kernels::TopkSoftmaxArgs>();
-  const int64_t rows = std::min<int64_t>(a.rows, grid.x), e = a.experts, k = a.topk;
+  const int64_t rows = std::min<int64_t>(a.rows, grid.x), k = a.topk;
   auto* w = static_cast<float*>(a.weights);
   auto* ids = static_cast<int32_t*>(a.ids);
-  std::array<bool, M::kMaxExperts> taken;
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t base = r * e;
-    float m = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < e; ++j) m = nan_max(m, load_logit<T>(a.logits, base + j));
-    float s = 0.f;
-    for (int64_t j = 0; j < e; ++j) s += std::exp(load_logit<T>(a.logits, base + j) - m);
-    std::fill(taken.begin(), taken.begin() + e, false);
-    float chosen = 0.f;
-    for (int64_t i = 0; i < k; ++i) {
-      int64_t best = -1;
-      uint32_t best_key = 0;
-      for (int64_t j = 0; j < e; ++j) {  // ascending ids: a strictly larger key wins
-        const uint32_t key = order_key(load_logit<T>(a.logits, base + j));
-        if (!taken[j] && (best < 0 || key > best_key)) best = j, best_key = key;
-      }
-      taken[best] = true;
-      const float numerator = std::exp(load_logit<T>(a.logits, base + best) - m);
-      chosen += numerator;
-      ids[r * k + i] = static_cast<int32_t>(best);
-      w[r * k + i] = numerator;
-    }
-    const float denominator = a.renormalize ? chosen : s;
-    for (int64_t i = 0; i < k; ++i) w[r * k + i] = w[r * k + i] / denominator;
+    topk_softmax_row<T>(a.logits, r, a.experts, a.experts, k, a.renormalize != 0, w + r * k,
+                        ids + r * k);
   }
 }
 

@@ -30,6 +30,8 @@
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
 #include "jax_aiter/ops/tensor.hpp"
+#include "jax_aiter/ops/topk_softmax_asm.hpp"
+#include "jax_aiter/ops/topk_softmax_params.hpp"
 
 namespace jax_aiter::ops {
 
@@ -91,23 +93,11 @@ inline Status check_shape(std::string_view op, std::string_view operand, const T
 
 }  // namespace moe_detail
 
-struct TopkSoftmaxParams {
-  Tensor logits;   // bf16/f16/f32 [T, E]
-  Tensor weights;  // f32 [T, k]
-  Tensor ids;      // i32 [T, k]
-  bool renormalize = true;
-  Dispatch dispatch;
-
-  int64_t tokens() const { return logits.rank == 2 ? logits.dims[0] : 0; }
-  int64_t experts() const { return logits.rank == 2 ? logits.dims[1] : 0; }
-  int64_t topk() const { return weights.rank == 2 ? weights.dims[1] : 0; }
-};
-
 struct TopkSoftmaxPortable {
   static constexpr std::string_view kName = "portable";
   using Params = TopkSoftmaxParams;
 
-  static Verdict supports(const Params&, const Target&) { return Verdict::yes(); }
+  static Verdict supports(const Params& p, const Target&) { return portable_takes_knobs(p.aiter); }
 
   static void plan(const Params& p, const Target& target, kernels::Plan& plan) {
     const kernels::TopkSoftmaxArgs args{p.logits.data,
@@ -123,15 +113,17 @@ struct TopkSoftmaxPortable {
   }
 };
 
-// One tier so far: AITER's ASM top-k softmax (hsa/<arch>/topksoftmax/, rows for some (experts,
-// topk, dtype) in its CSV) is the tier issue 26 adds next; its HIP kernels are built by AITER's
-// JIT and ship no code object. Our portable kernel serves every arch and shape.
+// Two tiers: AITER's ASM topksoftmax kernels (ops/topk_softmax_asm.hpp: fp32/bf16 logits of
+// some (E, k) on gfx942/gfx950), then our portable kernel for every arch and shape (AITER's HIP
+// topk_softmax is built by its JIT and ships no code object).
 struct TopkSoftmax {
   static constexpr std::string_view kName = "aiter.topk_softmax";
   using Params = TopkSoftmaxParams;
-  using Tiers = std::tuple<TopkSoftmaxPortable>;
+  using Tiers = std::tuple<TopkSoftmaxAsmTier, TopkSoftmaxPortable>;
 
   static Status validate(const Params& p) {
+    JAX_AITER_RETURN_IF_ERROR(
+        check_aiter_knobs(kName, "topksoftmax", kernels::kAiterTopksoftmaxRows, p.aiter));
     const Tensor& l = p.logits;
     if ((l.dtype != DType::kBF16 && l.dtype != DType::kF16 && l.dtype != DType::kF32) ||
         l.rank != 2) {

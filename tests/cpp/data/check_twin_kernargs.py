@@ -4,7 +4,7 @@
 For every row of a family's row tables (the CSVs beside its header, e.g.
 include/jax_aiter/kernels/shared/aiter_bf16gemm.csv for aiter_bf16gemm.h; cmake/JaxAiterRows.cmake)
 the twin code object (kernels_co/<family>.twin.cpp, built with -fhip-kernel-arg-name) must hold a
-kernel of the row's symbol whose named arguments (pad<digits> left out) and .kernarg_segment_size
+kernel of the row's symbol whose named arguments (pad and pad<digits> left out) and .kernarg_segment_size
 equal the lines kernel-arguments.txt records for AITER's code object of that row on that arch.
 Rows AITER ships only for the other arch are compared with that arch's line. A code object whose
 arguments are all anonymous (AITER's compiler-made gfx942 INT8 112x256) is compared by its segment
@@ -12,7 +12,11 @@ size alone. A family may have several lists (aiter_fmha_v3: forward, odo, dqdkdv
 its rows each name one arch's code object (exactly one of on_gfx942, on_gfx950 set) and are
 checked in that arch's twin only.
 
-Usage: check_twin_kernargs.py FAMILY_HEADER KERNEL_ARGUMENTS_TXT ARCH=CODE_OBJECT [...]
+In place of kernel-arguments.txt, an AITER checkout (a directory holding hsa/<arch>/...) may be
+given: each row's code object is then read there, with the same llvm-readelf (the families that
+file does not list, e.g. aiter_topksoftmax).
+
+Usage: check_twin_kernargs.py FAMILY_HEADER KERNEL_ARGUMENTS_TXT|AITER_ROOT ARCH=CODE_OBJECT [...]
        (llvm-readelf-22 on PATH, or LLVM_READELF=...). Exit status 1 on any difference.
 """
 import csv
@@ -56,6 +60,20 @@ def aiter_lines(path):
     return out
 
 
+def checkout_lines(root, table):
+    """aiter_lines' answer read from an AITER checkout's own code objects (the rows' files that
+    exist under root/hsa/<arch>/)."""
+    out = {}
+    for arch in ("gfx942", "gfx950"):
+        for _, code_object, _ in table:
+            path = os.path.join(root, "hsa", arch, code_object)
+            if (arch, code_object) in out or not os.path.isfile(path):
+                continue
+            for symbol, (size, args) in our_kernels(path).items():
+                out[(arch, code_object)] = (symbol, size, args)
+    return out
+
+
 def our_kernels(code_object):
     """{symbol: (segment_size, [(name, offset, size)])} from llvm-readelf --notes."""
     readelf = os.environ.get("LLVM_READELF", "llvm-readelf-22")
@@ -72,7 +90,7 @@ def our_kernels(code_object):
             n = re.search(r"\.name:\s+(\S+)", arg)
             o = re.search(r"\.offset:\s+(\d+)", arg)
             s = re.search(r"\.size:\s+(\d+)", arg)
-            if n and not re.fullmatch(r"pad\d+", n.group(1)):
+            if n and not re.fullmatch(r"pad\d*", n.group(1)):
                 args.append((n.group(1), int(o.group(1)), int(s.group(1))))
         out[name.group(1)] = (int(size.group(1)), args)
     return out
@@ -83,7 +101,7 @@ def main(argv):
         print(__doc__)
         return 2
     table = rows(argv[1])
-    aiter = aiter_lines(argv[2])
+    aiter = checkout_lines(argv[2], table) if os.path.isdir(argv[2]) else aiter_lines(argv[2])
     failures = 0
     for spec in argv[3:]:
         arch, co = spec.split("=", 1)
