@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_tools import needs_metadata_reader
 
 import jax_aiter
 from jax_aiter import Dispatch, _call
@@ -403,19 +404,6 @@ def test_plan_commands():
 # The fmoe family's code objects at AITER e4048607a535: 386 on gfx942 and 406 on gfx950, each
 # catalogued once (a kernel in two lists is one file).
 FMOE_CODE_OBJECTS = {"gfx942": 386, "gfx950": 406}
-
-
-def _metadata_reader_built() -> bool:
-    """False where the library was built without msgpack-cxx (the GPU machine has none)."""
-    try:
-        jax_aiter.check_aiter("/nonexistent/jax-aiter-root")
-    except Exception as e:  # noqa: BLE001 (any other answer means the reader is there)
-        return "built without msgpack-cxx" not in str(e)
-    return True
-
-
-needs_metadata_reader = pytest.mark.skipif(
-    not _metadata_reader_built(), reason="this jax_aiter library was built without msgpack-cxx")
 
 
 def same_up_to_atomics(got, want):

@@ -233,13 +233,13 @@ struct HipPeerMemory {
 
   template <typename Fn>
   static Status on_device(int device, Fn&& fn) {
-    int before = 0;
-    hipGetDevice(&before);
+    int before = device;
+    if (hipGetDevice(&before) != hipSuccess) before = device;
     if (hipError_t e = hipSetDevice(device); e != hipSuccess) {
       return Hip::error(e, StrCat("hipSetDevice(", device, ")"));
     }
     Status st = fn();
-    hipSetDevice(before);
+    (void)hipSetDevice(before);
     return st;
   }
 
@@ -271,8 +271,7 @@ struct HipPeerMemory {
       for (int j = 0; j < g.devices.count; ++j) {
         if (i == j) continue;
         int can = 0;
-        hipDeviceCanAccessPeer(&can, ids[i], ids[j]);
-        if (!can) {
+        if (hipDeviceCanAccessPeer(&can, ids[i], ids[j]) != hipSuccess || !can) {
           return FailedPrecondition(
               StrCat("jax_aiter: the peer tier needs peer access between "
                      "the mesh's devices; device ",
