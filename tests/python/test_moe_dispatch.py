@@ -3,7 +3,8 @@ and, in a subprocess, on 8: the received rows against a NumPy model of the routi
 and gradients against the same MoE computed densely, uneven loads, an expert with no tokens, a
 rank receiving nothing, max_recv overflow (refused, or dropped and counted), bad inputs. Both
 tiers: XLA's collectives and the peer kernels (on the CPU, the host devices' threads are the
-peers), and the peer tier's bounded wait: a rank that never calls makes the others time out."""
+peers), and the peer tier's bounded wait: a rank that never calls makes the others time out; the
+xla tier with two processes (jax.distributed), where the peer tier refuses."""
 
 from __future__ import annotations
 
@@ -322,3 +323,61 @@ def test_peer_tier_a_rank_that_never_calls_times_out_and_the_process_goes_on():
     want = _dispatch(x, ids, w, e)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+_PROCESS = textwrap.dedent("""
+    import os, sys
+    n, rank, port = map(int, sys.argv[1:4])
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"localhost:{{port}}", num_processes=n, process_id=rank)
+    sys.path[:0] = {path!r}
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    import test_moe_dispatch as t
+    devices = len(jax.devices())
+    assert devices == 2 * n and len(jax.local_devices()) == 2
+    e, k = 16, 4
+    x, ids, w = t._routing(11, devices, 6, e, k)
+    sharding = NamedSharding(t._mesh(devices), P("ep"))
+    glob = lambda a: jax.make_array_from_callback(a.shape, sharding, lambda i: a[i])
+    gx, gids, gw = glob(x), glob(ids), glob(w)
+    sharded, dense = t._layer(devices, e)
+    loss = lambda fn: (lambda x, w, ids: jnp.sum(jnp.sin(fn(x, ids, w))))
+    out = jax.jit(sharded)(gx, gids, gw)
+    grads = jax.jit(jax.grad(loss(sharded), argnums=(0, 1)))(gx, gw, gids)
+    want = dense(x, ids, w)
+    want_g = jax.grad(loss(dense), argnums=(0, 1))(x, w, ids)
+    for got, ref in ((out, want),) + tuple(zip(grads, want_g)):
+        for shard in got.addressable_shards:
+            np.testing.assert_allclose(shard.data, np.asarray(ref)[shard.index], rtol=2e-4,
+                                       atol=1e-4)
+    try:
+        jax.jit(t._layer(devices, e, **t._tier("peer", devices))[0])(gx, gids, gw)
+        raise AssertionError("the peer tier ran across processes")
+    except NotImplementedError as err:
+        assert "every device of the mesh in this process" in str(err), err
+    jax.distributed.shutdown()
+    print(f"process {{rank}}: ok")
+""")
+
+
+def test_two_processes_two_devices_each():
+    """The xla tier with several processes (jax.distributed, gloo on the CPU: one process per
+    GPU's shape), values and gradients; the peer tier refuses a mesh spanning processes."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("processes of forced host devices: the CPU backend's test")
+    import socket
+    here = os.path.dirname(os.path.abspath(__file__))
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        port = sock.getsockname()[1]
+    script = _PROCESS.format(path=[here] + sys.path)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    procs = [subprocess.Popen([sys.executable, "-c", script, "2", str(r), str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, err[-3000:]
+        assert f"process {r}: ok" in out
