@@ -76,19 +76,8 @@ struct Call {
   bool fnuz;
 
   JA_DEVICE GateUp reader() const {
-    return GateUp{r.quant == kPertokenInt8,
-                  block_scaled(),
-                  r.quant == kBlockscaleBf16,
-                  fnuz,
-                  a.X,
-                  a.GU,
-                  a.XQ,
-                  a.GUQ,
-                  a.Xs,
-                  a.eGUs,
-                  a.eGUQs,
-                  a.dim,
-                  a.tokens};
+    return gate_up_of(a, r.quant == kPertokenInt8, block_scaled(), r.quant == kBlockscaleBf16,
+                      fnuz);
   }
   JA_DEVICE float weight(unsigned char b) const { return reader().weight(b); }
   JA_DEVICE static float scale(const void* base, uint32_t expert_bytes, uint32_t e, uint64_t i) {

@@ -38,6 +38,7 @@ namespace ja::twin_fmoe2 {
 namespace L = jax_aiter::kernels::aiter_fmoe;
 namespace L2 = jax_aiter::kernels::aiter_fmoe_2stages;
 using ja::twin_fmoe::GateUp;
+using ja::twin_fmoe::gate_up_of;
 
 enum Quant : int { kPertokenFp8, kPertokenInt8, kBlockscaleFp8 };
 
@@ -66,19 +67,7 @@ JA_FMOE2_NOINLINE void run(Row r, Args a, float* h, float* scale) {
   if (j0 >= j1) return;
   const bool fnuz = (a.format & 0xffu) == static_cast<uint32_t>(L::kFormatFnuz);
   const bool blocks = r.quant == kBlockscaleFp8;
-  const GateUp gate_up{r.quant == kPertokenInt8,
-                       blocks,
-                       false,
-                       fnuz,
-                       a.X,
-                       a.GU,
-                       a.XQ,
-                       a.GUQ,
-                       a.Xs,
-                       a.eGUs,
-                       a.eGUQs,
-                       a.dim,
-                       a.tokens};
+  const GateUp gate_up = gate_up_of(a, r.quant == kPertokenInt8, blocks, false, fnuz);
   const auto* ids = static_cast<const int*>(a.STP);
   const auto e = static_cast<uint32_t>(static_cast<const int*>(a.SEP)[y]);
   const auto tid = static_cast<uint32_t>(thread_id());

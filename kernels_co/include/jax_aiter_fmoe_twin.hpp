@@ -125,4 +125,12 @@ struct GateUp {
   }
 };
 
+// The GateUp of a fmoe kernel's argument struct (the one- and two-stage structs name these fields
+// alike).
+template <typename Args>
+JA_DEVICE GateUp gate_up_of(const Args& a, bool int8, bool blocks, bool x_bf16, bool fnuz) {
+  return GateUp{int8,  blocks, x_bf16, fnuz,    a.X,   a.GU,    a.XQ,
+                a.GUQ, a.Xs,   a.eGUs, a.eGUQs, a.dim, a.tokens};
+}
+
 }  // namespace ja::twin_fmoe

@@ -122,19 +122,9 @@ inline void run(const AiterFmoeRow& r, const kernels::KernelArgs& packed, kernel
   const bool fnuz = a.topk.pad[0] == std::byte{L::kFormatFnuz};
   const bool block_scaled =
       r.quant == AiterFmoeQuant::kBlockscaleFp8 || r.quant == AiterFmoeQuant::kBlockscaleBf16;
-  const fmoe_gate_up::Reader in{.int8 = r.quant == AiterFmoeQuant::kPertokenInt8,
-                                .blocks = block_scaled,
-                                .x_bf16 = r.quant == AiterFmoeQuant::kBlockscaleBf16,
-                                .fp8 = &fmoe_gate_up::fp8_table(fnuz),
-                                .x = a.X.value,
-                                .w = a.GU.value,
-                                .x_scale = a.XQ.value,
-                                .w_scale = a.GUQ.value,
-                                .x_stride = a.Xs.value,
-                                .w_expert = a.eGUs.value,
-                                .w_scale_expert = a.eGUQs.value,
-                                .hidden = a.dim.value,
-                                .tokens = a.token_cnt.value};
+  const fmoe_gate_up::Reader in =
+      fmoe_gate_up::reader_of(a, r.quant == AiterFmoeQuant::kPertokenInt8, block_scaled,
+                              r.quant == AiterFmoeQuant::kBlockscaleBf16, fnuz);
   const Call call{r,
                   a,
                   a.token_cnt.value,

@@ -49,18 +49,8 @@ inline void run(const AiterFmoe2StagesRow& r, const kernels::KernelArgs& packed,
   const auto a = packed.unpack<kernels::AiterFmoe2StagesArgs>();  // the wide struct starts alike
   const bool fnuz = a.topk.pad[0] == std::byte{L::kFormatFnuz};
   const bool blocks = r.quant == AiterFmoe2StagesQuant::kBlockscaleFp8;
-  const fmoe_gate_up::Reader gate_up{.int8 = r.quant == AiterFmoe2StagesQuant::kPertokenInt8,
-                                     .blocks = blocks,
-                                     .fp8 = &fmoe_gate_up::fp8_table(fnuz),
-                                     .x = a.X.value,
-                                     .w = a.GU.value,
-                                     .x_scale = a.XQ.value,
-                                     .w_scale = a.GUQ.value,
-                                     .x_stride = a.Xs.value,
-                                     .w_expert = a.eGUs.value,
-                                     .w_scale_expert = a.eGUQs.value,
-                                     .hidden = a.dim.value,
-                                     .tokens = a.token_cnt.value};
+  const fmoe_gate_up::Reader gate_up = fmoe_gate_up::reader_of(
+      a, r.quant == AiterFmoe2StagesQuant::kPertokenInt8, blocks, false, fnuz);
   const uint32_t tokens = a.token_cnt.value, inter = a.hidden_dim.value, topk = a.topk.value;
   const bool gelu = a.activation.value == L2::kGelu;
   const auto valid = static_cast<uint32_t>(static_cast<const int32_t*>(a.XC.value)[0]);

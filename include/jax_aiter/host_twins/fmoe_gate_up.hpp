@@ -82,4 +82,23 @@ struct Reader {
   }
 };
 
+// The reader of a fmoe kernel's x . w1 from its argument struct (the one- and two-stage structs
+// name these fields alike).
+template <typename Args>
+Reader reader_of(const Args& a, bool int8, bool blocks, bool x_bf16, bool fnuz) {
+  return Reader{.int8 = int8,
+                .blocks = blocks,
+                .x_bf16 = x_bf16,
+                .fp8 = &fp8_table(fnuz),
+                .x = a.X.value,
+                .w = a.GU.value,
+                .x_scale = a.XQ.value,
+                .w_scale = a.GUQ.value,
+                .x_stride = a.Xs.value,
+                .w_expert = a.eGUs.value,
+                .w_scale_expert = a.eGUQs.value,
+                .hidden = a.dim.value,
+                .tokens = a.token_cnt.value};
+}
+
 }  // namespace jax_aiter::host_twins::fmoe_gate_up
