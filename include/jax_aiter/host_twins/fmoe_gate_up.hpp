@@ -11,22 +11,12 @@
 #include <cstdint>
 
 #include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/host_twins/e4m3_values.hpp"
 #include "jax_aiter/kernels/shared/aiter_fmoe.h"
 
 namespace jax_aiter::host_twins::fmoe_gate_up {
 
 namespace L = kernels::aiter_fmoe;
-
-// All 256 codes of an e4m3 format, decoded once.
-inline const std::array<float, 256>& fp8_table(bool fnuz) {
-  static const auto make = [](const MiniFloat& f) {
-    std::array<float, 256> t{};
-    for (uint32_t c = 0; c < 256; ++c) t[c] = static_cast<float>(decode(f, c));
-    return t;
-  };
-  static const std::array<float, 256> fn = make(kE4M3FNFormat), nuz = make(kE4M3FNUZFormat);
-  return fnuz ? nuz : fn;
-}
 
 // silu, or erf-gelu (AITER's reference: torch's F.gelu).
 inline float act(bool gelu, float g) {
@@ -89,7 +79,7 @@ Reader reader_of(const Args& a, bool int8, bool blocks, bool x_bf16, bool fnuz) 
   return Reader{.int8 = int8,
                 .blocks = blocks,
                 .x_bf16 = x_bf16,
-                .fp8 = &fp8_table(fnuz),
+                .fp8 = &e4m3_values(fnuz),
                 .x = a.X.value,
                 .w = a.GU.value,
                 .x_scale = a.XQ.value,

@@ -11,20 +11,10 @@
 #include <cstdint>
 
 #include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/host_twins/e4m3_values.hpp"
 #include "jax_aiter/kernels/shared/aiter_i8gemm.h"
 
 namespace jax_aiter::host_twins {
-
-// The 256 values of an e4m3 format (NaN codes decode to NaN), decoded once.
-inline const std::array<float, 256>& e4m3_values(bool fnuz) {
-  static const auto make = [](const MiniFloat& f) {
-    std::array<float, 256> t{};
-    for (uint32_t c = 0; c < 256; ++c) t[c] = static_cast<float>(decode(f, c));
-    return t;
-  };
-  static const std::array<float, 256> fn = make(kE4M3FNFormat), nuz = make(kE4M3FNUZFormat);
-  return fnuz ? nuz : fn;
-}
 
 // The block-scaled product of a [M, K] (rows lda bytes apart) and a shuffled b [N, K]:
 //   a_scale of (row r, K block kb) at a_scale[kb * a_scale_stride + r];

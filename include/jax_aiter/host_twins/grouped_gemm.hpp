@@ -16,6 +16,7 @@
 
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/host_twins/e4m3_values.hpp"
 #include "jax_aiter/kernels/grouped_gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/runtime/host.hpp"
@@ -67,17 +68,6 @@ inline int32_t live_tiles(const void* schedule) { return static_cast<const int32
 inline RowTile row_tile(const void* schedule, int32_t groups, uint32_t y) {
   const int32_t* e = static_cast<const int32_t*>(schedule) + G::tiles_at(groups) + 4 * int64_t{y};
   return {e[0], e[1], e[2]};
-}
-
-// All 256 codes of an e4m3 format, decoded once.
-inline const std::array<float, 256>& e4m3_table(bool fnuz) {
-  static const auto make = [](const MiniFloat& f) {
-    std::array<float, 256> t{};
-    for (uint32_t c = 0; c < 256; ++c) t[c] = static_cast<float>(decode(f, c));
-    return t;
-  };
-  static const std::array<float, 256> fn = make(kE4M3FNFormat), nuz = make(kE4M3FNUZFormat);
-  return fnuz ? nuz : fn;
 }
 
 }  // namespace grouped_gemm_detail
@@ -154,7 +144,7 @@ void grouped_gemm_fp8(const kernels::KernelArgs& packed, kernels::Dim3 grid, ker
   const auto* W = static_cast<const uint8_t*>(a.w);
   const auto* xs = static_cast<const float*>(a.x_scale);
   const auto* ws = static_cast<const float*>(a.w_scale);
-  const std::array<float, 256>& d = e4m3_table(a.fnuz != 0);
+  const std::array<float, 256>& d = e4m3_values(a.fnuz != 0);
   const int64_t kblocks = a.K / G::kScaleBlock, nblocks = ceil_div(a.N, G::kScaleBlock);
   auto* out = static_cast<uint16_t*>(a.out);
   const int32_t live = live_tiles(a.schedule);
