@@ -381,3 +381,56 @@ def test_two_processes_two_devices_each():
     for r, (p, (out, err)) in enumerate(zip(procs, outs)):
         assert p.returncode == 0, err[-3000:]
         assert f"process {r}: ok" in out
+
+
+def _peer_call(**change):
+    """aiter.peer_all_to_all's operands (dtype, shape) and attributes for 4 ranks, 4 rows each,
+    32-byte token rows, 16-byte side rows; `change` replaces any of them."""
+    n, c = 4, 4
+    call = dict(rows=(jnp.bfloat16, (8, 16)), side=(jnp.uint8, (8, 16)), src=(jnp.int32, (n, c)),
+                position=(jnp.int32, (2,)), recv=(jnp.bfloat16, (n, c, 16)),
+                side_recv=(jnp.uint8, (n, c, 16)), counts=(jnp.int32, (n,)),
+                status=(jnp.int32, (4,)), devices="0,1,2,3", stride=1, timeout_ms=1000)
+    call.update(change)
+    return call
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(rows=(jnp.bfloat16, (8, 12))), "operand rows: expected .* multiple of 16 bytes"),
+    (dict(side=(jnp.uint8, (7, 16))), "operand side: expected .* R from rows"),
+    (dict(side=(jnp.uint8, (8, 20))), "operand side: expected"),
+    (dict(src=(jnp.int32, (17, 4))), r"operand src: expected i32\[n, C\] with 1 <= n <= 16"),
+    (dict(src=(jnp.float32, (4, 4))), "operand src: expected i32"),
+    (dict(position=(jnp.int32, (3,))), r"operand position: expected i32\[2\]"),
+    (dict(recv=(jnp.bfloat16, (4, 5, 16))), r"operand recv: expected bf16\[4, 4, 16\]"),
+    (dict(side_recv=(jnp.int8, (4, 4, 16))), "operand side_recv: expected u8"),
+    (dict(counts=(jnp.int32, (3,))), r"operand counts: expected i32\[4\]"),
+    (dict(status=(jnp.int32, (2,))), r"operand status: expected i32\[4\]"),
+    (dict(devices="0,1,1,3"), "attribute devices: expected distinct devices"),
+    (dict(devices="0,x"), "attribute devices: expected comma-separated device ordinals"),
+    (dict(devices="0,1,2"), "attribute devices: expected a multiple of the 4 ranks"),
+    (dict(devices="0,1,2,3,"), "attribute devices: a trailing comma"),
+    (dict(stride=0), "attribute stride: expected 1 <= stride"),
+    (dict(devices="0,1,2,3,4,5,6,7", stride=3), "attribute stride: expected"),
+    (dict(timeout_ms=0), "attribute timeout_ms: expected 1 to 3600000, got 0"),
+])
+def test_peer_op_bad_inputs_are_named(change, match):
+    from jax_aiter import _call
+    call = _peer_call(**change)
+    names = ("rows", "side", "src", "position")
+    inputs = {k: jax.ShapeDtypeStruct(call[k][1], call[k][0]) for k in names}
+    outputs = {k: (call[k][1], call[k][0]) for k in ("recv", "side_recv", "counts", "status")}
+    attributes = {k: call[k] for k in ("devices", "stride", "timeout_ms")}
+    with pytest.raises(ValueError, match="aiter.peer_all_to_all: " + match):
+        _call.validate("aiter.peer_all_to_all", inputs=inputs, outputs=outputs,
+                       attributes=attributes)
+
+
+def test_peer_op_valid_call_validates():
+    from jax_aiter import _call
+    call = _peer_call()
+    inputs = {k: jax.ShapeDtypeStruct(call[k][1], call[k][0])
+              for k in ("rows", "side", "src", "position")}
+    outputs = {k: (call[k][1], call[k][0]) for k in ("recv", "side_recv", "counts", "status")}
+    assert _call.validate("aiter.peer_all_to_all", inputs=inputs, outputs=outputs,
+                          attributes={k: call[k] for k in ("devices", "stride", "timeout_ms")})
