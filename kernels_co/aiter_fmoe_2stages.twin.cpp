@@ -37,8 +37,8 @@ namespace ja::twin_fmoe2 {
 
 namespace L = jax_aiter::kernels::aiter_fmoe;
 namespace L2 = jax_aiter::kernels::aiter_fmoe_2stages;
-using ja::twin_fmoe::GateUp;
 using ja::twin_fmoe::gate_up_of;
+using ja::twin_fmoe::GateUp;
 
 enum Quant : int { kPertokenFp8, kPertokenInt8, kBlockscaleFp8 };
 
