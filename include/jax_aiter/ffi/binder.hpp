@@ -46,23 +46,23 @@ struct Handler {
 
   // validate -> tiers -> resolve (-> launch); the part of a stage that knows nothing of XLA.
   static Status run(const Where<Backend>& where, const P& p, Stage stage = Stage::kExecute) {
+    JAX_AITER_RETURN_IF_ERROR(Op::validate(p));
     if constexpr (requires { Op::kUsesPeerGroup; }) {
       // An op whose kernels reach the other devices of its mesh (ops/peer_all_to_all.hpp): the
       // runtime's peer group of the call's devices, made in the initialize stage.
-      JAX_AITER_RETURN_IF_ERROR(Op::validate(p));
-      auto table = runtime::peer_table<typename Backend::PeerMemory>(Op::kName, where.device,
-                                                                     p.devices, p.parsed_devices());
+      auto table =
+          runtime::peer_table<typename Backend::PeerMemory>(Op::kName, where.device, p.devices);
       if (!table) return table.status();
       P with_table = p;
       with_table.table = *table;
-      return run_tiers(where, with_table, stage);
+      return run_validated(where, with_table, stage);
     } else {
-      return run_tiers(where, p, stage);
+      return run_validated(where, p, stage);
     }
   }
 
-  static Status run_tiers(const Where<Backend>& where, const P& p, Stage stage) {
-    JAX_AITER_RETURN_IF_ERROR(Op::validate(p));
+  // run() after Op::validate.
+  static Status run_validated(const Where<Backend>& where, const P& p, Stage stage) {
     JAX_AITER_RETURN_IF_ERROR(ops::validate_dispatch<Op>(p.dispatch));
     void* workspace = nullptr;
     int64_t workspace_bytes = 0;

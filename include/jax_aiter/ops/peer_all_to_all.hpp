@@ -18,7 +18,6 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <string_view>
 #include <tuple>
@@ -35,39 +34,6 @@
 #include "jax_aiter/runtime/peer_groups.hpp"
 
 namespace jax_aiter::ops {
-
-// "0,1,2,3" -> ordinals; an error text (without the op's name) if it is not a list of distinct
-// non-negative integers of at most kMaxMeshDevices.
-inline Expected<runtime::PeerDevices> parse_peer_devices(std::string_view text) {
-  runtime::PeerDevices out;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    int32_t v = -1;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (ec != std::errc() || end != item.data() + item.size() || v < 0) {
-      return InvalidArgument(
-          StrCat("expected comma-separated device ordinals, got \"", text, "\""));
-    }
-    if (out.count == kernels::peer::kMaxMeshDevices) {
-      return InvalidArgument(StrCat("expected at most ", kernels::peer::kMaxMeshDevices,
-                                    " devices, got \"", text, "\""));
-    }
-    for (int i = 0; i < out.count; ++i) {
-      if (out.ids[i] == v) {
-        return InvalidArgument(
-            StrCat("expected distinct devices, got ", v, " twice in \"", text, "\""));
-      }
-    }
-    out.ids[out.count++] = v;
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-    if (rest.empty()) return InvalidArgument(StrCat("a trailing comma in \"", text, "\""));
-  }
-  if (out.count == 0) return InvalidArgument("expected at least one device, got \"\"");
-  return out;
-}
 
 struct PeerAllToAllParams {
   Tensor rows;       // [R, X]
@@ -91,10 +57,6 @@ struct PeerAllToAllParams {
   }
   int64_t row_bytes() const { return row_bytes_of(rows); }
   int64_t side_bytes() const { return row_bytes_of(side); }
-  runtime::PeerDevices parsed_devices() const {
-    auto d = parse_peer_devices(devices);
-    return d ? *d : runtime::PeerDevices{};
-  }
 };
 
 // Send blocks per destination: about four blocks an SM over all destinations (a 256-thread block
@@ -194,7 +156,7 @@ struct PeerAllToAll {
     if (p.status.dtype != DType::kI32 || p.status.rank != 1 || p.status.dims[0] != 4) {
       return operand_error(kName, "status", StrCat("expected i32[4], got ", describe(p.status)));
     }
-    auto devices = parse_peer_devices(p.devices);
+    auto devices = runtime::parse_peer_devices(p.devices);
     if (!devices) {
       return InvalidArgument(StrCat(kName, ": attribute devices: ", devices.status().message()));
     }

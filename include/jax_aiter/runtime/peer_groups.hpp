@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,6 +35,39 @@ struct PeerDevices {
   std::array<int32_t, peer::kMaxMeshDevices> ids{};
   int count = 0;
 };
+
+// "0,1,2,3" -> ordinals; an error text (without the op's name) if it is not a list of distinct
+// non-negative integers of at most kMaxMeshDevices.
+inline Expected<PeerDevices> parse_peer_devices(std::string_view text) {
+  PeerDevices out;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    int32_t v = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v < 0) {
+      return InvalidArgument(
+          StrCat("expected comma-separated device ordinals, got \"", text, "\""));
+    }
+    if (out.count == peer::kMaxMeshDevices) {
+      return InvalidArgument(
+          StrCat("expected at most ", peer::kMaxMeshDevices, " devices, got \"", text, "\""));
+    }
+    for (int i = 0; i < out.count; ++i) {
+      if (out.ids[i] == v) {
+        return InvalidArgument(
+            StrCat("expected distinct devices, got ", v, " twice in \"", text, "\""));
+      }
+    }
+    out.ids[out.count++] = v;
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+    if (rest.empty()) return InvalidArgument(StrCat("a trailing comma in \"", text, "\""));
+  }
+  if (out.count == 0) return InvalidArgument("expected at least one device, got \"\"");
+  return out;
+}
 
 // The mailbox's code, written last by a device kernel or a host twin of another thread.
 inline unsigned mailbox_code(const peer::PeerMailbox* box) {
@@ -119,8 +153,8 @@ class PeerControl {
 template <typename Memory>
 class PeerGroups {
  public:
-  // The group of `devices` ("0,1,2,3", already validated into `parsed`), made on first use.
-  static Expected<const PeerGroup*> get(std::string_view devices, const PeerDevices& parsed) {
+  // The group of `devices` ("0,1,2,3"), made on first use (the only time the list is parsed).
+  static Expected<const PeerGroup*> get(std::string_view devices) {
     auto& r = instance();
     {
       std::shared_lock lock(r.mutex_);
@@ -128,8 +162,10 @@ class PeerGroups {
     }
     std::unique_lock lock(r.mutex_);
     if (auto it = r.groups_.find(devices); it != r.groups_.end()) return it->second.get();
+    auto parsed = parse_peer_devices(devices);
+    if (!parsed) return parsed.status();
     auto group = std::make_unique<PeerGroup>();
-    group->devices = parsed;
+    group->devices = *parsed;
     JAX_AITER_RETURN_IF_ERROR(Memory::make(*group));
     const PeerGroup* made = group.get();
     r.groups_.emplace(std::string(devices), std::move(group));
@@ -172,9 +208,8 @@ class PeerGroups {
 // the group would time out too: the error says so and how to recover). Memory says whether each
 // device has its own table (GPUs) or one serves all (the host: position -1).
 template <typename Memory>
-Expected<const void*> peer_table(std::string_view op, int device, std::string_view devices,
-                                 const PeerDevices& parsed) {
-  auto group = PeerGroups<Memory>::get(devices, parsed);
+Expected<const void*> peer_table(std::string_view op, int device, std::string_view devices) {
+  auto group = PeerGroups<Memory>::get(devices);
   if (!group) return group.status();
   const PeerGroup& g = **group;
   int position = 0;
