@@ -154,9 +154,11 @@ def _plan(p, activation="silu", **kw):
 # ---- values: every mode and activation of the family, both archs ---------------------------------
 
 # (quant, activation, arch) the family has kernels for; gfx942 has no bf16-x gelu block-scale
-# kernels (test_errors).
+# kernels (test_errors). On the CPU (CI's time) each mode runs one activation per arch: silu on
+# gfx942, gelu on gfx950 (test_fused_moe_twin forces every row of both through its twin).
 VALUE_CASES = [(q, a, arch) for q in QUANTS for a in ("silu", "gelu") for arch in ASM
-               if not (q == "fp8_block_scale_a16" and a == "gelu" and arch == "gfx942")]
+               if not (q == "fp8_block_scale_a16" and a == "gelu" and arch == "gfx942")
+               and (jax.default_backend() != "cpu" or (a == "silu") == (arch == "gfx942"))]
 
 
 @pytest.mark.parametrize("quant,activation,arch", VALUE_CASES)

@@ -190,15 +190,24 @@ def _id(v):
     return jnp.dtype(v).name if v in DTYPES else "x".join(map(str, v))
 
 
+def _skip_cpu_prefetch_shape(shape, dtype):
+    """The [2100, 2048] case exists for the GPU kernels' prefetch; the host twins have none, so on
+    the CPU (CI's time) it runs in bf16 only."""
+    if shape == (2100, 2048) and dtype != BF16 and jax.default_backend() == "cpu":
+        pytest.skip("the GPU kernels' prefetch shape: bf16 only on the CPU")
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=_id)
 @pytest.mark.parametrize("dtype", DTYPES, ids=_id)
 def test_rms_norm_matches_reference(shape, dtype):
+    _skip_cpu_prefetch_shape(shape, dtype)
     _check_rms_norm(shape, dtype, EPS)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=_id)
 @pytest.mark.parametrize("dtype", DTYPES, ids=_id)
 def test_rms_norm_with_add_matches_reference(shape, dtype):
+    _skip_cpu_prefetch_shape(shape, dtype)
     _check_rms_norm_with_add(shape, dtype, EPS)
 
 
