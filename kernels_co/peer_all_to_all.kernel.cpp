@@ -103,6 +103,10 @@ struct Call {
   JA_DEVICE PeerSlot* slot_of(int rank) const { return table->slots[mesh_of(rank)]; }
   JA_DEVICE PeerSlot* own() const { return table->slots[mesh_index()]; }
   JA_DEVICE PeerMailbox* mailbox() const { return table->mailboxes[mesh_index()]; }
+  JA_DEVICE unsigned char* staging_of(int rank) const { return table->staging[mesh_of(rank)]; }
+  JA_DEVICE long long staged_rows_bytes() const {
+    return static_cast<long long>(ranks) * capacity * row_bytes;
+  }
 };
 
 JA_DEVICE void publish(const Call& c) {
@@ -132,15 +136,28 @@ JA_DEVICE int valid_rows(const int* src, int capacity) {
   return lo;
 }
 
+#if defined(__CUDACC__)
+// A load past the SM's L1, which other devices' stores do not invalidate (the staging buffer).
+JA_DEVICE Word16 load_fresh(const Word16* p) {
+  const uint4 v = __ldcg(reinterpret_cast<const uint4*>(p));
+  return {v.x, v.y, v.z, v.w};
+}
+#else
+// The receive's system-scope acquire has invalidated the CU's vector L1 already.
+JA_DEVICE Word16 load_fresh(const Word16* p) { return *p; }
+#endif
+
 // One row's words, kInFlight loads before their stores: the remote stores do not stall the
-// thread, the loads do, so several in flight keep HBM and the links busy.
+// thread, the loads do, so several in flight keep HBM and the links busy. kFresh: loads of memory
+// other devices wrote during this kernel (load_fresh).
+template <bool kFresh = false>
 JA_DEVICE void copy_row(const Word16* from, Word16* to, int words) {
   for (int w0 = thread_id(); w0 < words; w0 += kInFlight * kSendThreads) {
     Word16 v[kInFlight];
 #pragma unroll
     for (int i = 0; i < kInFlight; ++i) {
       const int w = w0 + i * kSendThreads;
-      if (w < words) v[i] = from[w];
+      if (w < words) v[i] = kFresh ? load_fresh(from + w) : from[w];
     }
 #pragma unroll
     for (int i = 0; i < kInFlight; ++i) {
@@ -161,10 +178,14 @@ JA_DEVICE void send(const Call& c) {
   const int* src = c.src + static_cast<long long>(d) * c.capacity;
   if (thread_id() == 0) {
     const u64 waited = wait_for(&peer->ready, e, c.timeout_ns);
+    unsigned char* staging = c.staging_of(d);
     if (waited == ~0ull) {
       atomic_or(&own->failed, 1ull << d);
       report(c.mailbox(), c.status, kTimeoutReady, d, e, c.timeout_ns);
       dst_shared = 0;
+    } else if (staging != nullptr) {  // across processes: the peer's staging buffer
+      dst_shared = reinterpret_cast<u64>(staging);
+      side_shared = reinterpret_cast<u64>(staging + c.staged_rows_bytes());
     } else {
       dst_shared = load_acquire(&peer->recv);
       side_shared = load_acquire(&peer->side_recv);
@@ -204,37 +225,50 @@ JA_DEVICE void send(const Call& c) {
   }
 }
 
-// Zeroes words [from, to) of a block with the block's threads.
-JA_DEVICE void zero_words(unsigned char* base, long long from, long long to) {
-  auto* words = reinterpret_cast<Word16*>(base);
-  for (long long w = from + thread_id(); w < to; w += kReceiveThreads)
-    words[w] = Word16{0, 0, 0, 0};
+// Rows part, part + parts, ... of a received block of one field: the filled ones copied from
+// `from` (the staging buffer; null within one process, where the senders stored them in place),
+// the rest zeroed.
+static_assert(kReceiveThreads == kSendThreads, "copy_row strides by a send block's threads");
+JA_DEVICE void receive_rows(unsigned char* to, const unsigned char* from, long long bytes,
+                            long long block, int rows, int part, const Call& c) {
+  const int words = static_cast<int>(bytes / 16);
+  for (int r = part; r < c.capacity; r += c.blocks_per_peer) {
+    auto* dst = reinterpret_cast<Word16*>(to + (block + r) * bytes);
+    if (r >= rows) {
+      for (int w = thread_id(); w < words; w += kReceiveThreads) dst[w] = Word16{0, 0, 0, 0};
+    } else if (from != nullptr) {
+      copy_row<true>(reinterpret_cast<const Word16*>(from + (block + r) * bytes), dst, words);
+    }
+  }
 }
 
+// Block (s, part) of the receive: part `part` of the rows from rank s (rows part, part + parts,
+// ...): copied out of the staging buffer across processes; zeroed past what rank s sent.
 JA_DEVICE void receive(const Call& c) {
   JA_SHARED int rows_shared;
-  const int s = block_id();
+  const int s = block_id() % c.ranks, part = block_id() / c.ranks;
   PeerSlot* own = c.own();
   const u64 e = own->epoch;
   if (thread_id() == 0) {
     int rows = 0;
     if ((load_acquire(&own->failed) >> s) & 1ull) {
-      report(c.mailbox(), c.status, kTimeoutReady, s, e, c.timeout_ns);
+      if (part == 0) report(c.mailbox(), c.status, kTimeoutReady, s, e, c.timeout_ns);
     } else if (wait_for(&own->done[s], e, c.timeout_ns) == ~0ull) {
       atomic_or(&own->failed, 1ull << s);
       report(c.mailbox(), c.status, kTimeoutDone, s, e, c.timeout_ns);
     } else {
       rows = static_cast<int>(load_acquire(&own->count[s]));
     }
-    c.counts[s] = rows;
+    if (part == 0) c.counts[s] = rows;
     rows_shared = rows;
   }
   barrier();
-  // Rows nobody filled read zero.
-  const long long rows = rows_shared, block = static_cast<long long>(s) * c.capacity;
-  zero_words(c.recv + block * c.row_bytes, rows * c.row_bytes / 16, c.capacity * c.row_bytes / 16);
-  zero_words(c.side_recv + block * c.side_bytes, rows * c.side_bytes / 16,
-             c.capacity * c.side_bytes / 16);
+  const int rows = rows_shared;
+  const long long block = static_cast<long long>(s) * c.capacity;
+  const unsigned char* staging = c.staging_of(c.axis_index());
+  receive_rows(c.recv, staging, c.row_bytes, block, rows, part, c);
+  receive_rows(c.side_recv, staging ? staging + c.staged_rows_bytes() : nullptr, c.side_bytes,
+               block, rows, part, c);
 }
 
 // After every receive block: a rank that gave up on a peer poisons its ready flag (a late peer

@@ -88,6 +88,12 @@ _EXPORTS = {
                                                 ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_peer_report": (ctypes.c_void_p, []),
     "jax_aiter_peer_reset": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_peer_stage": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int,
+                                               ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_peer_join": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int,
+                                           ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]),
+    "jax_aiter_peer_seal": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int64,
+                                           ctypes.POINTER(ctypes.c_void_p)]),
     "jax_aiter_free": (None, [ctypes.c_void_p]),
 }
 
@@ -394,3 +400,38 @@ def peer_reset() -> None:
         err = ctypes.c_void_p()
         if lib.jax_aiter_peer_reset(ctypes.byref(err)) != 0:
             raise RuntimeError(_take_string(lib, err.value) or "jax_aiter: peer reset failed")
+
+
+def _peer_library(jax_platform: str) -> ctypes.CDLL:
+    register()
+    _check_platform(jax_platform)
+    return _libraries[_JAX_TO_XLA_PLATFORM.get(jax_platform.lower(), jax_platform)]
+
+
+def peer_stage(jax_platform: str, devices: str, staging: int, position: int, device: int) -> str:
+    """Setup of a peer group across processes, step 1: this process's device at `position` (its
+    slot and staging buffer); returns the handle the other processes join."""
+    lib = _peer_library(jax_platform)
+    err = ctypes.c_void_p()
+    handle = _take_string(lib, lib.jax_aiter_peer_stage(devices.encode(), staging, position,
+                                                        device, ctypes.byref(err)))
+    if handle is None:
+        raise RuntimeError(_take_string(lib, err.value) or "jax_aiter: peer stage failed")
+    return handle
+
+
+def peer_join(jax_platform: str, devices: str, staging: int, position: int, handle: str) -> None:
+    """Step 2: another process's device at `position`, from the handle it staged."""
+    lib = _peer_library(jax_platform)
+    err = ctypes.c_void_p()
+    if lib.jax_aiter_peer_join(devices.encode(), staging, position, handle.encode(),
+                               ctypes.byref(err)) != 0:
+        raise RuntimeError(_take_string(lib, err.value) or "jax_aiter: peer join failed")
+
+
+def peer_seal(jax_platform: str, devices: str, staging: int) -> None:
+    """Step 3 (every process has joined every other): the group is ready for calls."""
+    lib = _peer_library(jax_platform)
+    err = ctypes.c_void_p()
+    if lib.jax_aiter_peer_seal(devices.encode(), staging, ctypes.byref(err)) != 0:
+        raise RuntimeError(_take_string(lib, err.value) or "jax_aiter: peer seal failed")

@@ -34,7 +34,10 @@ devices are the peers), only the rows that exist, with completion flags in devic
 wait bounded by ``timeout_ms``: a rank that never arrives makes the others give up with status
 set (``Dispatched.status``), the timeout recorded (``peer_errors()``), and every later exchange
 of that mesh refused with an error saying so until ``reset_peer_groups()``. It needs the mesh
-(``mesh=``, the one shard_map runs over) and every device of it in this process.
+(``mesh=``, the one shard_map runs over). A mesh spanning processes (one process per GPU, after
+``jax.distributed.initialize``) works too: each rank then owns a staging buffer the others store
+into (IPC handles, or shared memory on the CPU, exchanged through jax.distributed's key-value store
+while tracing) and copies its rows out of it; on GPUs each process holds one device of the mesh.
 
 Composing with a jit-sharded model: run the MoE layer under ``jax.shard_map`` with the tokens
 sharded over the expert axis (``P("ep", None)``) and the expert weights sharded over their expert
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import NamedTuple
 
 import jax
@@ -135,6 +139,10 @@ class _Exchange:
     stride: int = 1
     axes: tuple = ()  # ((name, stride), ...) of the mesh, for this device's mesh index
     timeout_ms: int = 10000
+    # A mesh spanning processes: its platform and this process's ((mesh position, ordinal), ...);
+    # `devices` then lists global device ids.
+    platform: str = ""
+    local: tuple = ()
 
     def position(self):
         mesh_index = sum(jax.lax.axis_index(a) * st for a, st in self.axes)
@@ -173,13 +181,17 @@ def _move(ex, arrays, src, identity=False):
     side = _pad16(side)
     if main is None:
         main, side = side, jnp.zeros((side.shape[0], 0), jnp.uint8)
+    staging = 0
+    if ex.local:  # across processes: every rank's block of both fields, in its staging buffer
+        staging = n * c * (main.shape[1] * main.dtype.itemsize + side.shape[1] * side.dtype.itemsize)
+        _set_up_across_processes(ex, staging)
     out = _call.call("aiter.peer_all_to_all",
                      inputs={"rows": main, "side": side, "src": src, "position": ex.position()},
                      outputs={"recv": ((n, c, main.shape[1]), main.dtype),
                               "side_recv": ((n, c, side.shape[1]), side.dtype),
                               "counts": ((n,), jnp.int32), "status": ((4,), jnp.int32)},
                      attributes={"devices": ex.devices, "stride": ex.stride,
-                                 "timeout_ms": ex.timeout_ms})
+                                 "timeout_ms": ex.timeout_ms, "staging_bytes": staging})
     recv, side_recv = out["recv"].reshape(n * c, -1), out["side_recv"].reshape(n * c, -1)
     if whole:
         fields = [recv] + (_unpack(side_recv[:, :width], spec) if rest else [])
@@ -290,10 +302,19 @@ def _peer_exchange(axis_name, capacity, mesh, timeout_ms) -> _Exchange:
                          f"{names}")
     devices = list(mesh.devices.flat)
     here = jax.process_index()
+    platform, local = "", ()
     if any(d.process_index != here for d in devices):
-        raise NotImplementedError(
-            f"{_OP}: the peer tier needs every device of the mesh in this process (one process "
-            f"per GPU is not built: use tier=\"xla\")")
+        platform = getattr(devices[0].client, "platform", devices[0].platform)
+        local = tuple((i, _ordinal(d)) for i, d in enumerate(devices) if d.process_index == here)
+        if platform != "cpu" and len(local) != 1:
+            raise NotImplementedError(
+                f"{_OP}: the peer tier across processes takes one GPU per process; this process "
+                f"has {len(local)} devices of the mesh (use one process for all of a node's GPUs, "
+                f"or tier=\"xla\")")
+        if _distributed_client() is None:
+            raise RuntimeError(f"{_OP}: the peer tier on a mesh spanning processes sets its group "
+                               f"up through jax.distributed: call jax.distributed.initialize() "
+                               f"first")
     sizes = dict(zip(names, mesh.devices.shape))
     strides, acc = {}, 1
     for name in reversed(names):
@@ -302,10 +323,47 @@ def _peer_exchange(axis_name, capacity, mesh, timeout_ms) -> _Exchange:
     if not isinstance(timeout_ms, (int, np.integer)) or not 1 <= timeout_ms <= 3600 * 1000:
         raise ValueError(f"{_OP}: attribute timeout_ms: expected an int from 1 to 3,600,000, got "
                          f"{timeout_ms!r}")
-    ordinals = [d.local_hardware_id if d.local_hardware_id is not None else d.id
-                for d in devices]
-    return _Exchange(axis_name, capacity, "peer", ",".join(map(str, ordinals)),
-                     strides[axis_name], tuple((a, strides[a]) for a in names), int(timeout_ms))
+    ids = [d.id for d in devices] if local else [_ordinal(d) for d in devices]
+    return _Exchange(axis_name, capacity, "peer", ",".join(map(str, ids)), strides[axis_name],
+                     tuple((a, strides[a]) for a in names), int(timeout_ms), platform, local)
+
+
+def _ordinal(d):
+    return d.local_hardware_id if d.local_hardware_id is not None else d.id
+
+
+def _distributed_client():
+    from jax._src import distributed  # the key-value store of jax.distributed.initialize
+    return distributed.global_state.client
+
+
+_SETUP_TIMEOUT_MS = 300_000  # every process must reach the same exchange while tracing
+_set_up: set = set()
+_set_up_lock = threading.Lock()
+
+
+def _set_up_across_processes(ex: _Exchange, staging: int) -> None:
+    """The peer group of a mesh spanning processes, once per (mesh, staging size), while tracing
+    (every process traces the same program): each process stages its devices' slot and staging
+    buffer and publishes their handles in jax.distributed's key-value store, maps every other
+    process's, waits until all have, and seals (runtime/peer_groups.hpp)."""
+    key = (ex.platform, ex.devices, staging)
+    with _set_up_lock:
+        if key in _set_up:
+            return
+        client = _distributed_client()
+        prefix = f"jax_aiter/peer/{ex.platform}/{ex.devices}/{staging}"
+        for position, device in ex.local:
+            handle = _ffi.peer_stage(ex.platform, ex.devices, staging, position, device)
+            client.key_value_set(f"{prefix}/{position}", handle)
+        mine = {position for position, _ in ex.local}
+        for position in range(len(ex.devices.split(","))):
+            if position not in mine:
+                handle = client.blocking_key_value_get(f"{prefix}/{position}", _SETUP_TIMEOUT_MS)
+                _ffi.peer_join(ex.platform, ex.devices, staging, position, handle)
+        client.wait_at_barrier(f"{prefix}/joined", _SETUP_TIMEOUT_MS)
+        _ffi.peer_seal(ex.platform, ex.devices, staging)
+        _set_up.add(key)
 
 
 def peer_errors() -> list[dict]:

@@ -4,7 +4,7 @@ and gradients against the same MoE computed densely, uneven loads, an expert wit
 rank receiving nothing, max_recv overflow (refused, or dropped and counted), bad inputs. Both
 tiers: XLA's collectives and the peer kernels (on the CPU, the host devices' threads are the
 peers), and the peer tier's bounded wait: a rank that never calls makes the others time out; the
-xla tier with two processes (jax.distributed), where the peer tier refuses."""
+tiers with two processes (jax.distributed), where the peer tier stages through shared memory."""
 
 from __future__ import annotations
 
@@ -334,7 +334,7 @@ _PROCESS = textwrap.dedent("""
     jax.distributed.initialize(f"localhost:{{port}}", num_processes=n, process_id=rank)
     sys.path[:0] = {path!r}
     from jax.sharding import NamedSharding, PartitionSpec as P
-    import test_moe_dispatch as t
+    import jax_aiter, test_moe_dispatch as t
     devices = len(jax.devices())
     assert devices == 2 * n and len(jax.local_devices()) == 2
     e, k = 16, 4
@@ -352,19 +352,26 @@ _PROCESS = textwrap.dedent("""
         for shard in got.addressable_shards:
             np.testing.assert_allclose(shard.data, np.asarray(ref)[shard.index], rtol=2e-4,
                                        atol=1e-4)
-    try:
-        jax.jit(t._layer(devices, e, **t._tier("peer", devices))[0])(gx, gids, gw)
-        raise AssertionError("the peer tier ran across processes")
-    except NotImplementedError as err:
-        assert "every device of the mesh in this process" in str(err), err
+    # The peer tier across processes (staging buffers in shared memory, set up through the
+    # key-value store): the xla tier's values and gradients, bit for bit, twice (exchange 2 and 3
+    # reuse the groups).
+    peer, _ = t._layer(devices, e, **t._tier("peer", devices))
+    for _ in range(2):
+        got = (jax.jit(peer)(gx, gids, gw),) + jax.jit(jax.grad(loss(peer), argnums=(0, 1)))(
+            gx, gw, gids)
+        for a, b in zip(got, (out,) + grads):
+            for sa, sb in zip(a.addressable_shards, b.addressable_shards):
+                np.testing.assert_array_equal(sa.data, sb.data)
+    assert jax_aiter.peer_errors() == []
     jax.distributed.shutdown()
     print(f"process {{rank}}: ok")
 """)
 
 
 def test_two_processes_two_devices_each():
-    """The xla tier with several processes (jax.distributed, gloo on the CPU: one process per
-    GPU's shape), values and gradients; the peer tier refuses a mesh spanning processes."""
+    """Both tiers with several processes (jax.distributed, gloo on the CPU: one process per
+    GPU's shape), values and gradients against the dense layer; the peer tier's equal the xla
+    tier's bit for bit."""
     if jax.default_backend() != "cpu":
         pytest.skip("processes of forced host devices: the CPU backend's test")
     import socket

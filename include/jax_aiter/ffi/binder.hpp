@@ -50,8 +50,8 @@ struct Handler {
     if constexpr (requires { Op::kUsesPeerGroup; }) {
       // An op whose kernels reach the other devices of its mesh (ops/peer_all_to_all.hpp): the
       // runtime's peer group of the call's devices, made in the initialize stage.
-      auto table =
-          runtime::peer_table<typename Backend::PeerMemory>(Op::kName, where.device, p.devices);
+      auto table = runtime::peer_table<typename Backend::PeerMemory>(Op::kName, where.device,
+                                                                     p.devices, p.staging_bytes);
       if (!table) return table.status();
       P with_table = p;
       with_table.table = *table;
@@ -143,6 +143,9 @@ struct Handler {
 
   // The registry entry: the handler plus what the tools ask of the op.
   static HandlerEntry entry() {
+    if constexpr (requires { Op::kUsesPeerGroup; }) {
+      runtime::PeerGroups<typename Backend::PeerMemory>::enroll();  // its setup entry points
+    }
     return {Op::kName,      Backend::kKind,          bundle(),       kTraits,
             &spec_json<Op>, &workspace_bytes_of<Op>, &plan_json<Op>, &validate_call<Op>};
   }

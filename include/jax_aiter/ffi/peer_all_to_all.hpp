@@ -1,6 +1,6 @@
 // How the peer exchange meets XLA: operands in call order and its attributes.
 //   aiter.peer_all_to_all  (rows, side, src, position) -> (recv, side_recv, counts, status)
-//                          attributes devices, stride, timeout_ms
+//                          attributes devices, stride, timeout_ms, staging_bytes (optional)
 #pragma once
 
 #include <array>
@@ -19,9 +19,9 @@ struct FfiSpec<ops::PeerAllToAll> {
       input("src", &P::src),        input("position", &P::position),
       output("recv", &P::recv),     output("side_recv", &P::side_recv),
       output("counts", &P::counts), output("status", &P::status)};
-  static constexpr std::array attributes{attr<&P::devices>("devices", kRequired),
-                                         attr<&P::stride>("stride", kRequired),
-                                         attr<&P::timeout_ms>("timeout_ms", kRequired)};
+  static constexpr std::array attributes{
+      attr<&P::devices>("devices", kRequired), attr<&P::stride>("stride", kRequired),
+      attr<&P::timeout_ms>("timeout_ms", kRequired), attr<&P::staging_bytes>("staging_bytes")};
 };
 
 // This header's targets, for JAX_AITER_DEFINE_OP_HANDLERS("peer_all_to_all", Backend) (ops.cmake).

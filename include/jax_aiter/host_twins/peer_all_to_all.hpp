@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <tuple>
 
 #include "jax_aiter/kernels/peer_all_to_all.hpp"
 #include "jax_aiter/kernels/plan.hpp"
@@ -52,6 +53,12 @@ struct Call {
   }
   P::PeerSlot& own() const { return *table().slots[mesh_index()]; }
   P::PeerMailbox& mailbox() const { return *table().mailboxes[mesh_index()]; }
+  unsigned char* staging_of(int rank) const {
+    return table().staging[mesh_index() + (rank - axis_index()) * a.stride];
+  }
+  int64_t staged_rows_bytes() const {
+    return static_cast<int64_t>(a.ranks) * a.capacity * a.row_bytes;
+  }
   int* status() const { return static_cast<int*>(a.status); }
 
   void report(int code, int peer, u64 epoch) const {
@@ -110,6 +117,9 @@ inline void send(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels:
     if (wait_for(peer.ready, e, a.timeout_ns) == ~0ull) {
       std::atomic_ref<u64>(own.failed).fetch_or(1ull << d);
       c.report(P::kTimeoutReady, d, e);
+    } else if (unsigned char* staging = c.staging_of(d)) {  // across processes
+      dst = staging + block * a.row_bytes;
+      side_dst = staging + c.staged_rows_bytes() + block * a.side_bytes;
     } else {
       dst = reinterpret_cast<unsigned char*>(load_acquire(peer.recv)) + block * a.row_bytes;
       side_dst =
@@ -144,22 +154,32 @@ inline void receive(const kernels::KernelArgs& packed, kernels::Dim3 grid, kerne
   const auto& a = c.a;
   P::PeerSlot& own = c.own();
   const u64 e = own.epoch;
-  for (uint32_t s = 0; s < grid.x; ++s) {
+  const unsigned char* staging = c.staging_of(c.axis_index());
+  for (uint32_t b = 0; b < grid.x; ++b) {
+    const int s = static_cast<int>(b) % a.ranks, part = static_cast<int>(b) / a.ranks;
     int rows = 0;
     if ((load_acquire(own.failed) >> s) & 1ull) {
-      c.report(P::kTimeoutReady, static_cast<int>(s), e);
+      if (part == 0) c.report(P::kTimeoutReady, s, e);
     } else if (wait_for(own.done[s], e, a.timeout_ns) == ~0ull) {
       std::atomic_ref<u64>(own.failed).fetch_or(1ull << s);
-      c.report(P::kTimeoutDone, static_cast<int>(s), e);
+      c.report(P::kTimeoutDone, s, e);
     } else {
       rows = static_cast<int>(load_acquire(own.count[s]));
     }
-    static_cast<int*>(a.counts)[s] = rows;
-    for (const auto& [base, bytes] :
-         {std::pair{a.recv, a.row_bytes}, {a.side_recv, a.side_bytes}}) {
+    if (part == 0) static_cast<int*>(a.counts)[s] = rows;
+    const int64_t block = static_cast<int64_t>(s) * a.capacity;
+    for (const auto& [to, from, bytes] :
+         {std::tuple{a.recv, staging, a.row_bytes},
+          {a.side_recv, staging ? staging + c.staged_rows_bytes() : nullptr, a.side_bytes}}) {
       if (bytes == 0) continue;
-      auto* block = static_cast<unsigned char*>(base) + s * a.capacity * bytes;
-      std::memset(block + rows * bytes, 0, static_cast<size_t>((a.capacity - rows) * bytes));
+      for (int r = part; r < a.capacity; r += a.blocks_per_peer) {
+        auto* dst = static_cast<unsigned char*>(to) + (block + r) * bytes;
+        if (r >= rows) {
+          std::memset(dst, 0, static_cast<size_t>(bytes));
+        } else if (from != nullptr) {
+          std::memcpy(dst, from + (block + r) * bytes, static_cast<size_t>(bytes));
+        }
+      }
     }
   }
   if (load_acquire(own.failed) != 0) store_release(own.ready, own.epoch | P::kPoisoned);

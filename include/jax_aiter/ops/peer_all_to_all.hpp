@@ -13,8 +13,10 @@
 //     position = (this device's index in the mesh, its index on the peer axis), computed in the
 //     program (axis_index). Attributes: devices, the mesh's device ordinals in mesh order
 //     ("0,1,2,3"); stride, the mesh-index distance between neighbours on the peer axis; timeout_ms,
-//     the bound on every wait. status = (0 or the timeout code, the rank waited for, the exchange
-//     number, 0).
+//     the bound on every wait; staging_bytes, 0 within one process, else the staging buffer of each
+//     rank of a mesh spanning processes (devices then lists global device ids, and the group must
+//     have been set up through jax.distributed first: runtime/peer_groups.hpp). status = (0 or the
+//     timeout code, the rank waited for, the exchange number, 0).
 #pragma once
 
 #include <algorithm>
@@ -47,6 +49,7 @@ struct PeerAllToAllParams {
   std::string_view devices;
   int64_t stride = 1;
   int64_t timeout_ms = 10000;
+  int64_t staging_bytes = 0;
   Dispatch dispatch;
   const void* table = nullptr;  // the runtime's PeerTable on this device (the handler fills it)
 
@@ -57,6 +60,8 @@ struct PeerAllToAllParams {
   }
   int64_t row_bytes() const { return row_bytes_of(rows); }
   int64_t side_bytes() const { return row_bytes_of(side); }
+  // What a rank's staging buffer must hold across processes: every rank's block of both fields.
+  int64_t staged_bytes() const { return ranks() * capacity() * (row_bytes() + side_bytes()); }
 };
 
 // Send blocks per destination: about four blocks an SM over all destinations (a 256-thread block
@@ -97,8 +102,8 @@ struct PeerAllToAllKernels {
     plan.launch(kernels::kPeerPublish, {1, 1, 1}, {32, 1, 1}, args);
     plan.launch(kernels::kPeerSend, {static_cast<uint32_t>(n * per_peer), 1, 1},
                 {K::kSendThreads, 1, 1}, args);
-    plan.launch(kernels::kPeerReceive, {static_cast<uint32_t>(n), 1, 1}, {K::kReceiveThreads, 1, 1},
-                args);
+    plan.launch(kernels::kPeerReceive, {static_cast<uint32_t>(n * per_peer), 1, 1},
+                {K::kReceiveThreads, 1, 1}, args);
     plan.note("blocks_per_peer", per_peer);
   }
 };
@@ -173,8 +178,13 @@ struct PeerAllToAll {
       return InvalidArgument(StrCat(kName, ": attribute timeout_ms: expected 1 to ", kMaxTimeoutMs,
                                     ", got ", p.timeout_ms));
     }
-    if (n * c * (p.row_bytes() + p.side_bytes()) > (int64_t{1} << 40)) {
+    if (p.staged_bytes() > (int64_t{1} << 40)) {
       return operand_error(kName, "recv", StrCat("too large: ", describe(p.recv)));
+    }
+    if (p.staging_bytes != 0 && p.staging_bytes < p.staged_bytes()) {
+      return InvalidArgument(
+          StrCat(kName, ": attribute staging_bytes: expected 0 (one process) or ", "at least ",
+                 p.staged_bytes(), " (n * C * (row + side bytes)), ", "got ", p.staging_bytes));
     }
     for (const auto& [t, name] : {std::pair<const Tensor*, std::string_view>{&p.src, "src"},
                                   {&p.position, "position"},

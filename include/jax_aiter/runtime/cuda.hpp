@@ -341,9 +341,92 @@ struct CudaPeerMemory {
     return {};
   }
 
+  // Across processes (one process per GPU): the slot and staging buffer in one cuMemAlloc
+  // allocation (its own, so the IPC handle maps exactly it), exported with cuIpcGetMemHandle.
+  static Expected<std::string> stage(PeerGroup& g, int position) {
+    namespace K = kernels::peer;
+    if (auto other = peer_local_position(g, position); other.ok()) {
+      return FailedPrecondition(
+          StrCat("jax_aiter: the peer tier across processes takes one GPU per process; devices ",
+                 g.local[*other], " and ", g.local[position], " of this process are in one mesh"));
+    }
+    std::string handle;
+    JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(g.local[position], [&]() -> Status {
+      CUdeviceptr region = 0;
+      if (CUresult r = cuMemAlloc(&region, K::kStagingOffset + g.staging_bytes);
+          r != CUDA_SUCCESS) {
+        return Cuda::error(r, "cuMemAlloc(peer staging)");
+      }
+      if (CUresult r = cuMemsetD8(region, 0, K::kStagingOffset); r != CUDA_SUCCESS) {
+        return Cuda::error(r, "cuMemsetD8(peer slot)");
+      }
+      CUipcMemHandle h;
+      if (CUresult r = cuIpcGetMemHandle(&h, region); r != CUDA_SUCCESS) {
+        return Cuda::error(r, "cuIpcGetMemHandle(peer staging)");
+      }
+      handle = peer_handle_text(&h, sizeof h);
+      g.slots[position] = reinterpret_cast<void*>(region);
+      g.staging[position] = reinterpret_cast<unsigned char*>(region + K::kStagingOffset);
+      return {};
+    }));
+    return handle;
+  }
+
+  static Status join(PeerGroup& g, int position, std::string_view handle) {
+    CUipcMemHandle h;
+    JAX_AITER_RETURN_IF_ERROR(peer_handle_bytes(handle, &h, sizeof h));
+    auto local = peer_local_position(g);
+    if (!local) return local.status();
+    return Cuda::in_primary_context(g.local[*local], [&]() -> Status {
+      CUdeviceptr region = 0;
+      if (CUresult r = cuIpcOpenMemHandle(&region, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+          r != CUDA_SUCCESS) {
+        return Cuda::error(
+            r, StrCat("cuIpcOpenMemHandle(peer staging of mesh position ", position, ")"));
+      }
+      g.slots[position] = reinterpret_cast<void*>(region);
+      g.staging[position] =
+          reinterpret_cast<unsigned char*>(region + kernels::peer::kStagingOffset);
+      return {};
+    });
+  }
+
+  static Status seal(PeerGroup& g) {
+    namespace K = kernels::peer;
+    auto local = peer_local_position(g);
+    if (!local) return local.status();
+    const int i = *local;
+    return Cuda::in_primary_context(g.local[i], [&]() -> Status {
+      void* box = nullptr;
+      if (CUresult r = cuMemHostAlloc(&box, sizeof(K::PeerMailbox),
+                                      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+          r != CUDA_SUCCESS) {
+        return Cuda::error(r, "cuMemHostAlloc(peer mailbox)");
+      }
+      *static_cast<K::PeerMailbox*>(box) = {};
+      g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
+      K::PeerTable table{};
+      for (int j = 0; j < g.devices.count; ++j) {
+        table.slots[j] = static_cast<K::PeerSlot*>(g.slots[j]);
+        table.staging[j] = g.staging[j];
+      }
+      table.mailboxes[i] = g.mailboxes[i];
+      CUdeviceptr t = 0;
+      if (CUresult r = cuMemAlloc(&t, sizeof table); r != CUDA_SUCCESS) {
+        return Cuda::error(r, "cuMemAlloc(peer table)");
+      }
+      if (CUresult r = cuMemcpyHtoD(t, &table, sizeof table); r != CUDA_SUCCESS) {
+        return Cuda::error(r, "cuMemcpyHtoD(peer table)");
+      }
+      g.tables[i] = reinterpret_cast<const void*>(t);
+      return {};
+    });
+  }
+
   static Status zero(PeerGroup& g) {
     for (int i = 0; i < g.devices.count; ++i) {
-      JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(g.devices.ids[i], [&]() -> Status {
+      if (g.local[i] < 0) continue;  // another process's rank: its own reset zeroes it
+      JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(g.local[i], [&]() -> Status {
         if (CUresult r = cuMemsetD8(reinterpret_cast<CUdeviceptr>(g.slots[i]), 0,
                                     sizeof(kernels::peer::PeerSlot));
             r != CUDA_SUCCESS) {

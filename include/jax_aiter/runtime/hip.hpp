@@ -312,9 +312,94 @@ struct HipPeerMemory {
     return {};
   }
 
+  // Across processes (one process per GPU): as CudaPeerMemory, with hipIpcGetMemHandle.
+  static Expected<std::string> stage(PeerGroup& g, int position) {
+    namespace K = kernels::peer;
+    if (auto other = peer_local_position(g, position); other.ok()) {
+      return FailedPrecondition(
+          StrCat("jax_aiter: the peer tier across processes takes one GPU per process; devices ",
+                 g.local[*other], " and ", g.local[position], " of this process are in one mesh"));
+    }
+    std::string handle;
+    JAX_AITER_RETURN_IF_ERROR(on_device(g.local[position], [&]() -> Status {
+      void* region = nullptr;
+      if (hipError_t e = hipMalloc(&region, K::kStagingOffset + g.staging_bytes); e != hipSuccess) {
+        return Hip::error(e, "hipMalloc(peer staging)");
+      }
+      if (hipError_t e = hipMemset(region, 0, K::kStagingOffset); e != hipSuccess) {
+        return Hip::error(e, "hipMemset(peer slot)");
+      }
+      hipIpcMemHandle_t h;
+      if (hipError_t e = hipIpcGetMemHandle(&h, region); e != hipSuccess) {
+        return Hip::error(e, "hipIpcGetMemHandle(peer staging)");
+      }
+      handle = peer_handle_text(&h, sizeof h);
+      g.slots[position] = region;
+      g.staging[position] = static_cast<unsigned char*>(region) + K::kStagingOffset;
+      return {};
+    }));
+    return handle;
+  }
+
+  static Status join(PeerGroup& g, int position, std::string_view handle) {
+    hipIpcMemHandle_t h;
+    JAX_AITER_RETURN_IF_ERROR(peer_handle_bytes(handle, &h, sizeof h));
+    auto local = peer_local_position(g);
+    if (!local) return local.status();
+    return on_device(g.local[*local], [&]() -> Status {
+      void* region = nullptr;
+      if (hipError_t e = hipIpcOpenMemHandle(&region, h, hipIpcMemLazyEnablePeerAccess);
+          e != hipSuccess) {
+        return Hip::error(
+            e, StrCat("hipIpcOpenMemHandle(peer staging of mesh position ", position, ")"));
+      }
+      g.slots[position] = region;
+      g.staging[position] = static_cast<unsigned char*>(region) + kernels::peer::kStagingOffset;
+      return {};
+    });
+  }
+
+  static Status seal(PeerGroup& g) {
+    namespace K = kernels::peer;
+    auto local = peer_local_position(g);
+    if (!local) return local.status();
+    const int i = *local;
+    return on_device(g.local[i], [&]() -> Status {
+      void* box = nullptr;
+      if (hipError_t e = hipHostMalloc(&box, sizeof(K::PeerMailbox),
+                                       hipHostMallocPortable | hipHostMallocMapped);
+          e != hipSuccess) {
+        return Hip::error(e, "hipHostMalloc(peer mailbox)");
+      }
+      *static_cast<K::PeerMailbox*>(box) = {};
+      g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
+      K::PeerTable table{};
+      for (int j = 0; j < g.devices.count; ++j) {
+        table.slots[j] = static_cast<K::PeerSlot*>(g.slots[j]);
+        table.staging[j] = g.staging[j];
+      }
+      void* mapped = nullptr;
+      if (hipError_t e = hipHostGetDevicePointer(&mapped, box, 0); e != hipSuccess) {
+        return Hip::error(e, "hipHostGetDevicePointer(peer mailbox)");
+      }
+      table.mailboxes[i] = static_cast<K::PeerMailbox*>(mapped);
+      void* t = nullptr;
+      if (hipError_t e = hipMalloc(&t, sizeof table); e != hipSuccess) {
+        return Hip::error(e, "hipMalloc(peer table)");
+      }
+      if (hipError_t e = hipMemcpy(t, &table, sizeof table, hipMemcpyHostToDevice);
+          e != hipSuccess) {
+        return Hip::error(e, "hipMemcpy(peer table)");
+      }
+      g.tables[i] = t;
+      return {};
+    });
+  }
+
   static Status zero(PeerGroup& g) {
     for (int i = 0; i < g.devices.count; ++i) {
-      JAX_AITER_RETURN_IF_ERROR(on_device(g.devices.ids[i], [&]() -> Status {
+      if (g.local[i] < 0) continue;  // another process's rank: its own reset zeroes it
+      JAX_AITER_RETURN_IF_ERROR(on_device(g.local[i], [&]() -> Status {
         if (hipError_t e = hipMemset(g.slots[i], 0, sizeof(kernels::peer::PeerSlot));
             e != hipSuccess) {
           return Hip::error(e, "hipMemset(peer slot)");

@@ -7,6 +7,13 @@
 // consumer that runs an op on the host includes that op's twin header.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -61,7 +68,9 @@ struct HostTwinRegistrar {
 };
 
 // The host's peer groups: every mesh CPU device's slot and mailbox in this process's memory, one
-// table for all (the peers are threads of this process).
+// table for all (the peers are threads of this process). Across processes each rank's slot and
+// staging buffer live in POSIX shared memory: the handle is the object's name, unlinked at the
+// seal (every process has mapped it by then; the mappings outlive the name).
 struct HostPeerMemory {
   static constexpr bool kTablePerDevice = false;
   static Status make(PeerGroup& g) {
@@ -74,11 +83,79 @@ struct HostPeerMemory {
     g.tables.fill(table);
     return {};
   }
+
+  static Expected<std::string> stage(PeerGroup& g, int position) {
+    static std::atomic<int> made{0};
+    const std::string name = StrCat("/jax_aiter_peer_", getpid(), "_", made++);
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) return Internal(StrCat("jax_aiter: shm_open(", name, "): ", std::strerror(errno)));
+    if (ftruncate(fd, static_cast<off_t>(region_bytes(g))) != 0) {  // zero-filled
+      const int err = errno;
+      close(fd);
+      shm_unlink(name.c_str());
+      return Internal(StrCat("jax_aiter: ftruncate(", name, "): ", std::strerror(err)));
+    }
+    if (Status mapped = map(g, position, fd, name); !mapped.ok()) {
+      shm_unlink(name.c_str());
+      return mapped;
+    }
+    return name;
+  }
+
+  static Status join(PeerGroup& g, int position, std::string_view handle) {
+    const std::string name(handle);
+    const int fd = shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+      return Internal(StrCat("jax_aiter: peer group: shm_open(", name, ") of mesh position ",
+                             position, ": ", std::strerror(errno)));
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != region_bytes(g)) {
+      close(fd);
+      return FailedPrecondition(StrCat("jax_aiter: peer group: ", name, " holds ", st.st_size,
+                                       " bytes, expected ", region_bytes(g),
+                                       " (a staging buffer of another size?)"));
+    }
+    return map(g, position, fd, name);
+  }
+
+  static Status seal(PeerGroup& g) {
+    auto* table = new kernels::peer::PeerTable{};
+    for (int i = 0; i < g.devices.count; ++i) {
+      table->slots[i] = static_cast<kernels::peer::PeerSlot*>(g.slots[i]);
+      table->staging[i] = g.staging[i];
+      if (g.local[i] >= 0) {
+        g.mailboxes[i] = table->mailboxes[i] = new kernels::peer::PeerMailbox{};
+        shm_unlink(g.handles[i].c_str());
+      }
+    }
+    g.tables.fill(table);
+    return {};
+  }
+
   static Status zero(PeerGroup& g) {
     for (int i = 0; i < g.devices.count; ++i) {
+      if (g.local[i] < 0) continue;  // another process's rank: its own reset zeroes it
       *static_cast<kernels::peer::PeerSlot*>(g.slots[i]) = {};
       *g.mailboxes[i] = {};
     }
+    return {};
+  }
+
+ private:
+  static uint64_t region_bytes(const PeerGroup& g) {
+    return kernels::peer::kStagingOffset + static_cast<uint64_t>(g.staging_bytes);
+  }
+  // Maps the shared-memory object `fd` as position's slot and staging buffer; closes fd.
+  static Status map(PeerGroup& g, int position, int fd, const std::string& name) {
+    void* base = mmap(nullptr, region_bytes(g), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (base == MAP_FAILED) {
+      return Internal(StrCat("jax_aiter: mmap(", name, "): ", std::strerror(err)));
+    }
+    g.slots[position] = base;
+    g.staging[position] = static_cast<unsigned char*>(base) + kernels::peer::kStagingOffset;
     return {};
   }
 };

@@ -13,6 +13,13 @@
 // A peer that misses the bound (timeout_ns) is skipped and named in the status output and in the
 // host-visible mailbox; the slot's ready is then poisoned (kPoisoned), so that a late peer waiting
 // for it times out too instead of storing into a buffer XLA has since reused.
+//
+// Across processes (one process per GPU) a peer's XLA buffers are not mapped here, so every rank
+// also owns a staging buffer beside its slot, exported to the others once (IPC handles exchanged
+// through jax.distributed): the senders store into slot[d]'s staging ([ranks, capacity] rows, then
+// [ranks, capacity] side rows) instead of slot[d].recv, and the receiver copies its filled rows
+// from there into recv. ready = e still means "my buffers are free for call e": the receive of
+// call e - 1 has copied out of staging before the publish of call e runs (stream order).
 #pragma once
 
 namespace jax_aiter::kernels::peer {
@@ -22,6 +29,8 @@ inline constexpr int kMaxMeshDevices = 64;  // devices of the mesh attribute
 inline constexpr int kSendThreads = 256;    // threads of a send block (16-byte words of a row)
 inline constexpr int kReceiveThreads = 256;
 inline constexpr unsigned long long kPoisoned = 1ull << 62;
+// A staged rank's region (one allocation, one IPC handle): its PeerSlot, then its staging buffer.
+inline constexpr unsigned long long kStagingOffset = 512;
 
 // Status codes (status output [0], mailbox code).
 inline constexpr int kOk = 0;
@@ -48,11 +57,14 @@ struct PeerMailbox {
   unsigned long long waited_ns;
 };
 
-// The per-device table a call's kernels read: every mesh device's slot and mailbox (addresses
-// valid on this device).
+// The per-device table a call's kernels read: every mesh device's slot and mailbox, and its staging
+// buffer across processes (addresses valid on this device; a mailbox only for this process's
+// devices, staging null within one process).
 struct PeerTable {
   PeerSlot* slots[kMaxMeshDevices];
   PeerMailbox* mailboxes[kMaxMeshDevices];
+  unsigned char* staging[kMaxMeshDevices];
 };
+static_assert(sizeof(PeerSlot) <= kStagingOffset);
 
 }  // namespace jax_aiter::kernels::peer
