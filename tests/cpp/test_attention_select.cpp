@@ -443,7 +443,22 @@ Params params(const Case& c) {
     cu_q = tensor(kCuQ, DType::kI32, {c.b + 1});
     cu_k = tensor(kCuK, DType::kI32, {c.b + 1});
   }
-  p.fwd = {q, k, v, bias, alibi, cu_q, cu_k, rng, std::nullopt, out, lse, o, {}};
+  p.fwd = {q,
+           k,
+           v,
+           bias,
+           alibi,
+           cu_q,
+           cu_k,
+           rng,
+           std::nullopt,
+           std::nullopt,
+           std::nullopt,
+           std::nullopt,
+           out,
+           lse,
+           o,
+           {}};
   ops::FlashAttnBwdParams& g = p.bwd;
   g.dout = out;
   g.dout.data = reinterpret_cast<void*>(kDout);
