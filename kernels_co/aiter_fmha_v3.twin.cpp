@@ -77,11 +77,15 @@ struct FwdArgs {
   uint32_t seq_len, Seqs, Ts, Hs, Bs, gqa, k_Seqs, k_Hs, k_Bs, lse_on, kv_seq_len, qk_head_dim,
       v_head_dim, q_head_num, v_Seqs, v_Hs, v_Bs, r_Seqs, r_Hs, r_Bs, lse_Hs;
   const int *qseq, *kseq, *qseq_padding, *kseq_padding;
+  // fp8 rows only: float32 descales at ptr + b Bs + (h / gqa) Hs bytes.
+  const unsigned char *q_descale = nullptr, *k_descale = nullptr, *v_descale = nullptr;
+  uint32_t qd_Bs = 0, qd_Hs = 0, kd_Bs = 0, kd_Hs = 0, vd_Bs = 0, vd_Hs = 0;
 };
 struct FwdRow {
   int hdim_q, hdim_v, mask, group, cvt, ts_qo, threads;
   bool head_first;  // gfx942's hd192/128 batch grid (hq, tiles, b)
   bool paired;      // tg 2
+  int fp8 = 0;      // fp8bf16 rows: the e4m3 format's in_dtype code (kernels/shared/attention.h)
 };
 
 struct OdoArgs {
@@ -155,14 +159,24 @@ JA_DEVICE int owned_tiles(int t, int n, bool paired, int (&out)[2]) {
 
 // ---- forward ------------------------------------------------------------------------------------
 
-// T threads, head dims (DQ, 128): one instantiation per row shape, each with its own shared memory.
+JA_DEVICE float descale_at(const unsigned char* p, uint32_t bs, uint32_t hs, long long b,
+                           long long hk) {
+  return *reinterpret_cast<const float*>(p + b * bs + hk * hs);
+}
+
+// T threads, head dims (DQ, 128), or (256, 256) for gfx950's fp8 rows (32-row passes: 64 rows of
+// 256 columns do not fit the pool): one instantiation per row shape.
 template <int T, int DQ>
 JA_TWIN_FN void fwd(FwdArgs a, FwdRow r, unsigned char* pool) {
+  constexpr int DV = DQ == 256 ? 256 : 128, BM = DQ == 256 ? 32 : 64;
   const int x = block_id(), y = block_id_y(), z = block_id_z();
   const int h = r.group ? x : r.head_first ? x : y;
   const int b = r.group ? y : z;
   const int t = r.group ? z : r.head_first ? y : x;
   if (h >= static_cast<int>(a.q_head_num)) return;
+  if (r.fp8 != 0 && (a.q_descale == nullptr || a.k_descale == nullptr || a.v_descale == nullptr)) {
+    return;  // unaddressable
+  }
   const Seq s =
       sequence(r.group, b, a.seq_len, a.kv_seq_len, a.qseq, a.qseq_padding, a.kseq, a.kseq_padding);
   const bool ok = block_threads() == r.threads && a.qk_head_dim == uint32_t(r.hdim_q) &&
@@ -184,6 +198,14 @@ JA_TWIN_FN void fwd(FwdArgs a, FwdRow r, unsigned char* pool) {
   j.mask = Mask{r.mask, 0, 0, s.sq, s.sk};
   j.f16 = false;
   j.cvt = r.cvt;
+  j.fp8 = r.fp8;
+  if (r.fp8 != 0 && ok) {  // f16 tiles hold 2^-shift times the inputs (load_rows_fp8)
+    const float unshift =
+        jax_aiter::kernels::attention::attn_fp8_f16_shift(r.fp8) == 7 ? 128.f : 256.f;
+    j.scale *= descale_at(a.q_descale, a.qd_Bs, a.qd_Hs, b, hk) *
+               descale_at(a.k_descale, a.kd_Bs, a.kd_Hs, b, hk) * unshift * unshift;
+    j.out_scale = descale_at(a.v_descale, a.vd_Bs, a.vd_Hs, b, hk) * unshift;
+  }
   int tiles[2];
   const int n = owned_tiles(t, cdiv(s.sq, r.ts_qo), r.paired, tiles);
   for (int u = 0; u < n; ++u) {
@@ -194,7 +216,7 @@ JA_TWIN_FN void fwd(FwdArgs a, FwdRow r, unsigned char* pool) {
         j.lse[i] = nan_();
       }
     } else {
-      fwd_rows<T, DQ, 128>(j, r0, r1);
+      fwd_rows<T, DQ, DV, BM>(j, r0, r1);
     }
   }
 }
@@ -334,6 +356,7 @@ JA_TWIN_FN void post(PostArgs a, PostRow r) {
 #define JA_TWIN_CALL(name) ja::fmha_twin::name
 #define JA_FWD_FN_128 fwd<512, 128>
 #define JA_FWD_FN_192 fwd<256, 192>
+#define JA_FWD_FN_256 fwd<512, 256>
 
 // ---- which rows this build defines --------------------------------------------------------------
 
@@ -485,7 +508,8 @@ JA_TWIN_HD int other_ts(const char* symbol, int ts) {
       JA_PTR(const int*, ptr_kseq, 72), JA_U32(uint32_t, lse_Hs, 73, 74, 75),                     \
       JA_PTR(const int*, ptr_qseq_padding, 76), JA_PTR(const int*, ptr_kseq_padding, 77)
 
-#define JA_FWD_TWIN(dt, hq, hv, mask, mode, cvt, tq, tk, sym, co, part, g942, g950)                \
+#define JA_FWD_TWIN(dt, ...) JA_CAT(JA_FWD_TWIN_, dt)(dt, __VA_ARGS__)
+#define JA_FWD_TWIN_bf16(dt, hq, hv, mask, mode, cvt, tq, tk, sym, co, part, g942, g950)           \
   JA_WHEN(JA_DEF_FWD(part, g942, g950))                                                            \
   (JA_KERNEL_BOUNDED(hq == 192 ? 256 : 512) void sym(JA_FWD_PARAMS) {                              \
     JA_POOL_DECL;                                                                                  \
@@ -526,6 +550,103 @@ JA_TWIN_HD int other_ts(const char* symbol, int ts) {
      {hq, hv, mask, mode, cvt, tq, hq == 192 ? 256 : 512, (g942) != 0 && hq == 192 && (mode) == 0, \
       (mask) != 0 && !((g942) != 0 && hq == 192)},                                                 \
      JA_POOL);                                                                                     \
+  })
+
+// fp8bf16 forward (656 bytes): gfx942's names (the bf16 ones, then ptr_descale_* and dq/dk/dv_*s)
+// or gfx950's (fmha_fwd_v3_args' own); JA_NM picks by the row's arch.
+#define JA_NM(g, a942, a950) JA_CAT(JA_NM_, g)(a942, a950)
+#define JA_NM_1(a942, a950) a942
+#define JA_NM_0(a942, a950) a950
+#define JA_FWD_FP8_PARAMS(g)                                                                       \
+  JA_PTR(void*, JA_NM(g, R, ptr_o), 0), JA_PTR(const void*, JA_NM(g, Q, ptr_q), 1),                \
+      JA_PTR(const void*, JA_NM(g, K, ptr_k), 2), JA_PTR(const void*, JA_NM(g, V, ptr_v), 3),      \
+      JA_PTR(float*, JA_NM(g, LSE, ptr_lse), 4), JA_U32(float, JA_NM(g, scalar, scalar), 5, 6, 7), \
+      JA_U32(uint32_t, JA_NM(g, seq_len, s_seq_len), 8, 9, 10),                                    \
+      JA_U32(uint32_t, JA_NM(g, Seqs, s_Seqs), 11, 12, 13),                                        \
+      JA_U32(uint32_t, JA_NM(g, Ts, s_Ts), 14, 15, 16),                                            \
+      JA_U32(uint32_t, JA_NM(g, Hs, s_Hs), 17, 18, 19),                                            \
+      JA_U32(uint32_t, JA_NM(g, Bs, s_Bs), 20, 21, 22),                                            \
+      JA_U32(uint32_t, JA_NM(g, gqa, s_gqa), 23, 24, 25),                                          \
+      JA_U32(uint32_t, JA_NM(g, k_Seqs, s_k_Seqs), 26, 27, 28),                                    \
+      JA_U32(uint32_t, JA_NM(g, k_Hs, s_k_Hs), 29, 30, 31),                                        \
+      JA_U32(uint32_t, JA_NM(g, k_Bs, s_k_Bs), 32, 33, 34),                                        \
+      JA_U32([[maybe_unused]] uint32_t, JA_NM(g, msk_opt, s_opt), 35, 36, 37),                     \
+      JA_U32(uint32_t, JA_NM(g, lse, s_lse), 38, 39, 40),                                          \
+      JA_U32(uint32_t, JA_NM(g, kv_seq_len, s_kv_seq_len), 41, 42, 43),                            \
+      JA_U32(uint32_t, JA_NM(g, qk_head_dim, s_qk_head_dim), 44, 45, 46),                          \
+      JA_U32(uint32_t, JA_NM(g, v_head_dim, s_v_head_dim), 47, 48, 49),                            \
+      JA_U32(uint32_t, JA_NM(g, q_head_num, s_q_head_num), 50, 51, 52),                            \
+      JA_U32(uint32_t, JA_NM(g, v_Seqs, s_v_Seqs), 53, 54, 55),                                    \
+      JA_U32(uint32_t, JA_NM(g, v_Hs, s_v_Hs), 56, 57, 58),                                        \
+      JA_U32(uint32_t, JA_NM(g, v_Bs, s_v_Bs), 59, 60, 61),                                        \
+      JA_U32(uint32_t, JA_NM(g, r_Seqs, s_o_Seqs), 62, 63, 64),                                    \
+      JA_U32(uint32_t, JA_NM(g, r_Hs, s_o_Hs), 65, 66, 67),                                        \
+      JA_U32(uint32_t, JA_NM(g, r_Bs, s_o_Bs), 68, 69, 70),                                        \
+      JA_PTR(const int*, JA_NM(g, ptr_qseq, ptr_qseq), 71),                                        \
+      JA_PTR(const int*, JA_NM(g, ptr_kseq, ptr_kseq), 72),                                        \
+      JA_U32(uint32_t, JA_NM(g, lse_Hs, s_lse_Hs), 73, 74, 75),                                    \
+      JA_PTR(const int*, JA_NM(g, ptr_qseq_padding, ptr_qseq_padding), 76),                        \
+      JA_PTR(const int*, JA_NM(g, ptr_kseq_padding, ptr_kseq_padding), 77),                        \
+      JA_PTR(const float*, JA_NM(g, ptr_descale_q, ptr_q_descale), 78),                            \
+      JA_PTR(const float*, JA_NM(g, ptr_descale_k, ptr_k_descale), 79),                            \
+      JA_PTR(const float*, JA_NM(g, ptr_descale_v, ptr_v_descale), 80),                            \
+      JA_U32(uint32_t, JA_NM(g, dq_Bs, s_descale_q_Bs), 81, 82, 83),                               \
+      JA_U32(uint32_t, JA_NM(g, dq_Hs, s_descale_q_Hs), 84, 85, 86),                               \
+      JA_U32(uint32_t, JA_NM(g, dk_Bs, s_descale_k_Bs), 87, 88, 89),                               \
+      JA_U32(uint32_t, JA_NM(g, dk_Hs, s_descale_k_Hs), 90, 91, 92),                               \
+      JA_U32(uint32_t, JA_NM(g, dv_Bs, s_descale_v_Bs), 93, 94, 95),                               \
+      JA_U32(uint32_t, JA_NM(g, dv_Hs, s_descale_v_Hs), 96, 97, 98)
+#define JA_FWD_TWIN_fp8bf16(dt, hq, hv, mask, mode, cvt, tq, tk, sym, co, part, g942, g950) \
+  JA_WHEN(JA_DEF_FWD(part, g942, g950))                                                     \
+  (JA_KERNEL_BOUNDED(512) void sym(JA_FWD_FP8_PARAMS(g942)) {                               \
+    JA_POOL_DECL;                                                                           \
+    ja::wait_for_prior_grids();                                                             \
+    ja::allow_dependent_grids();                                                            \
+    JA_TWIN_CALL(JA_CAT(JA_FWD_FN_, hq))                                                    \
+    ({static_cast<unsigned char*>(JA_NM(g942, R, ptr_o)),                                   \
+      static_cast<const unsigned char*>(JA_NM(g942, Q, ptr_q)),                             \
+      static_cast<const unsigned char*>(JA_NM(g942, K, ptr_k)),                             \
+      static_cast<const unsigned char*>(JA_NM(g942, V, ptr_v)),                             \
+      JA_NM(g942, LSE, ptr_lse),                                                            \
+      JA_NM(g942, scalar, scalar),                                                          \
+      JA_NM(g942, seq_len, s_seq_len),                                                      \
+      JA_NM(g942, Seqs, s_Seqs),                                                            \
+      JA_NM(g942, Ts, s_Ts),                                                                \
+      JA_NM(g942, Hs, s_Hs),                                                                \
+      JA_NM(g942, Bs, s_Bs),                                                                \
+      JA_NM(g942, gqa, s_gqa),                                                              \
+      JA_NM(g942, k_Seqs, s_k_Seqs),                                                        \
+      JA_NM(g942, k_Hs, s_k_Hs),                                                            \
+      JA_NM(g942, k_Bs, s_k_Bs),                                                            \
+      JA_NM(g942, lse, s_lse),                                                              \
+      JA_NM(g942, kv_seq_len, s_kv_seq_len),                                                \
+      JA_NM(g942, qk_head_dim, s_qk_head_dim),                                              \
+      JA_NM(g942, v_head_dim, s_v_head_dim),                                                \
+      JA_NM(g942, q_head_num, s_q_head_num),                                                \
+      JA_NM(g942, v_Seqs, s_v_Seqs),                                                        \
+      JA_NM(g942, v_Hs, s_v_Hs),                                                            \
+      JA_NM(g942, v_Bs, s_v_Bs),                                                            \
+      JA_NM(g942, r_Seqs, s_o_Seqs),                                                        \
+      JA_NM(g942, r_Hs, s_o_Hs),                                                            \
+      JA_NM(g942, r_Bs, s_o_Bs),                                                            \
+      JA_NM(g942, lse_Hs, s_lse_Hs),                                                        \
+      JA_NM(g942, ptr_qseq, ptr_qseq),                                                      \
+      JA_NM(g942, ptr_kseq, ptr_kseq),                                                      \
+      JA_NM(g942, ptr_qseq_padding, ptr_qseq_padding),                                      \
+      JA_NM(g942, ptr_kseq_padding, ptr_kseq_padding),                                      \
+      reinterpret_cast<const unsigned char*>(JA_NM(g942, ptr_descale_q, ptr_q_descale)),    \
+      reinterpret_cast<const unsigned char*>(JA_NM(g942, ptr_descale_k, ptr_k_descale)),    \
+      reinterpret_cast<const unsigned char*>(JA_NM(g942, ptr_descale_v, ptr_v_descale)),    \
+      JA_NM(g942, dq_Bs, s_descale_q_Bs),                                                   \
+      JA_NM(g942, dq_Hs, s_descale_q_Hs),                                                   \
+      JA_NM(g942, dk_Bs, s_descale_k_Bs),                                                   \
+      JA_NM(g942, dk_Hs, s_descale_k_Hs),                                                   \
+      JA_NM(g942, dv_Bs, s_descale_v_Bs),                                                   \
+      JA_NM(g942, dv_Hs, s_descale_v_Hs)},                                                  \
+     {hq, hv, mask, mode, cvt, tq, 512, false, (mask) != 0,                                 \
+      (g942) ? jax_aiter::kernels::attention::kAttnE4M3FNUZ                                 \
+             : jax_aiter::kernels::attention::kAttnE4M3FN},                                 \
+     JA_POOL);                                                                              \
   })
 
 // Backward odo (256 bytes) and post-pass (192 bytes): the same on both archs.

@@ -251,6 +251,60 @@ JA_DEVICE void load_tile(uint16_t* tile, const uint16_t* g, long long stride, in
   }
 }
 
+// load_tile for fp8 rows (row r at g + r * stride bytes): each 8-byte chunk turned into 8 f16
+// (attn_e4m3_as_f16: the byte's value times 2^-shift, exactly) on its way to the tile, through
+// registers (no asynchronous copy can convert). 8-byte aligned: strides are multiples of 8.
+template <int R, int W, int THREADS>
+JA_DEVICE void load_tile_fp8(uint16_t* tile, const unsigned char* g, long long stride, int rows,
+                             int cols, int in_dtype) {
+  constexpr int kCpr = W / 8, kChunks = R * kCpr, kPasses = (kChunks + THREADS - 1) / THREADS;
+  const int tid = thread_id();
+  JA_UNROLL
+  for (int p = 0; p < kPasses; ++p) {
+    const int c = tid + p * THREADS;
+    if (kChunks % THREADS != 0 && c >= kChunks) break;
+    const int r = c / kCpr, ch = c % kCpr;
+    Pack<uint32_t, 2> w = {};
+    if (r < rows && ch * 8 < cols)
+      w = *reinterpret_cast<const Pack<uint32_t, 2>*>(g + r * stride + ch * 8);
+    Pack<uint16_t, 8> v;
+    JA_UNROLL
+    for (int u = 0; u < 8; ++u) {
+      v.v[u] = attn::attn_e4m3_as_f16((w.v[u / 4] >> (8 * (u % 4))) & 0xffu, in_dtype);
+    }
+    *reinterpret_cast<Pack<uint16_t, 8>*>(tile + TileLayout<W>::chunk_offset(r, ch)) = v;
+  }
+}
+
+// out's type: E's, bf16 for fp8 inputs.
+template <typename E, bool kFp8>
+struct FwdOut {
+  using type = E;
+};
+template <typename E>
+struct FwdOut<E, true> {
+  using type = BF16;
+};
+
+// The inputs of the forward: 16-bit (In = the compute type) or fp8 (bytes, converted to f16).
+template <bool kFp8>
+struct FwdIn {
+  using Storage = uint16_t;
+};
+template <>
+struct FwdIn<true> {
+  using Storage = unsigned char;
+};
+template <bool kFp8, int R, int W, int THREADS>
+JA_DEVICE void load_in(uint16_t* tile, const typename FwdIn<kFp8>::Storage* g, long long stride,
+                       int rows, int cols, int in_dtype) {
+  if constexpr (kFp8) {
+    load_tile_fp8<R, W, THREADS>(tile, g, stride, rows, cols, in_dtype);
+  } else {
+    load_tile<R, W, THREADS>(tile, g, stride, rows, cols);
+  }
+}
+
 // Stores rows [0, rows) x columns [0, cols) of a warp's register tile, whose block (0, 0) starts
 // at (row0, col0) of g (row r at g + r * stride), rounded to nearest even.
 template <typename E, int MI, int NB>
@@ -325,8 +379,13 @@ JA_DEVICE void scale_tile(float (&c)[MI][NB][4], float f) {
 // ---- forward ------------------------------------------------------------------------------------
 
 // Query rows [m0, m0 + kRowsQ) of sequence s (of the block's batch), of the block's query head.
-template <typename E, int D>
+// E: the products' type (and out's, unless kFp8). kFp8: q, k, v are e4m3 bytes (in_dtype), read
+// as f16 times 2^-shift (E is F16), the descales and the shifts folded into the score scale and
+// the output's 1 / l in float32; out is bf16.
+template <typename E, int D, bool kFp8 = false>
 JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
+  using In = typename FwdIn<kFp8>::Storage;
+  using Out = typename FwdOut<E, kFp8>::type;
   using C = AttnConfig<D>;
   using L = AccLayout;
   constexpr int T = C::kThreads, BM = C::kRowsQ, BN = C::kFwdKeys;
@@ -347,23 +406,32 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
   const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
   const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
 
-  const uint16_t* const q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
-                            (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
-  const uint16_t* const kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
-                             s.k_start * p.k_seq_stride + hk * p.k_head_stride;
-  const uint16_t* const vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
-                             s.k_start * p.v_seq_stride + hk * p.v_head_stride;
-  load_tile<BM, D, T>(sQ, q, p.q_seq_stride, s.q_len - m0, p.head_dim);
+  const In* const q = static_cast<const In*>(p.q) + b * p.q_batch_stride +
+                      (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
+  const In* const kg = static_cast<const In*>(p.k) + b * p.k_batch_stride +
+                       s.k_start * p.k_seq_stride + hk * p.k_head_stride;
+  const In* const vg = static_cast<const In*>(p.v) + b * p.v_batch_stride +
+                       s.k_start * p.v_seq_stride + hk * p.v_head_stride;
+  const int in_dtype = p.in_dtype;
+  load_in<kFp8, BM, D, T>(sQ, q, p.q_seq_stride, s.q_len - m0, p.head_dim, in_dtype);
   if (ntiles > 0) {
-    load_tile<BN, D, T>(sK, kg + n_first * p.k_seq_stride, p.k_seq_stride, s.k_len - n_first,
-                        p.head_dim);
+    load_in<kFp8, BN, D, T>(sK, kg + n_first * p.k_seq_stride, p.k_seq_stride, s.k_len - n_first,
+                            p.head_dim, in_dtype);
   }
   async_commit();
 
   const ScoreExtras extras = score_extras(p, b, h);
   const Dropout drop = dropout_of(p, b);
   const bool dropping = p.dropout_threshold > 0;
-  const float scale = p.scale, scale2 = p.scale * kLog2e;
+  // fp8: products of f16 values each 2^-shift times the input's, so q k^T is 2^-2 shift times the
+  // true one and p v 2^-shift times it; the descales and 2^shift (exact) come back here, in f32.
+  float in_scale = 1.f, out_scale = 1.f;
+  if constexpr (kFp8) {
+    const float unshift = attn::attn_fp8_f16_shift(in_dtype) == 7 ? 128.f : 256.f;
+    in_scale = *p.q_descale * *p.k_descale * unshift * unshift;
+    out_scale = *p.v_descale * unshift;
+  }
+  const float scale = p.scale * in_scale, scale2 = scale * kLog2e;
   const int rw0 = warp * kRowsW;  // the warp's first row in the block tile
 
   float o[MI][NO][4] = {};
@@ -378,7 +446,8 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
     const int n = n_first + t * BN;
     async_wait<0>();  // K(t) (and Q) landed
     barrier();        // ... for every thread; and every warp is done with V(t - 1)
-    load_tile<BN, D, T>(sV, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n, p.head_dim_v);
+    load_in<kFp8, BN, D, T>(sV, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n, p.head_dim_v,
+                            in_dtype);
     async_commit();
 
     float sc[MI][NS][4] = {};
@@ -457,8 +526,8 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
     async_wait<0>();  // V(t) landed
     barrier();        // ... for every thread; and every warp is done with K(t)
     if (t + 1 < ntiles) {
-      load_tile<BN, D, T>(sK, kg + (n + BN) * p.k_seq_stride, p.k_seq_stride, s.k_len - n - BN,
-                          p.head_dim);
+      load_in<kFp8, BN, D, T>(sK, kg + (n + BN) * p.k_seq_stride, p.k_seq_stride, s.k_len - n - BN,
+                              p.head_dim, in_dtype);
     }
     async_commit();
     mma_rk<E, D, MI, NO, KN>(o, pa, sV, 0, 0, lane);
@@ -474,7 +543,7 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
     JA_UNROLL
     for (int sl = 0; sl < L::kSlots; ++sl) {
       const float l = L::row_sum(l_run[i][sl]);
-      inv[sl] = l == 0.f ? 0.f : 1.f / l;
+      inv[sl] = l == 0.f ? 0.f : out_scale / l;
       const int qi = m0 + rw0 + 16 * i + L::slot_row(lane, sl);
       if (L::row_leader(lane) && qi < s.q_len) {
         lse[qi] = l == 0.f ? inf() : (m_run[i][sl] + fast_log2(l)) * kLn2;
@@ -488,7 +557,7 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
   }
   uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
                         (s.q_start + m0) * p.o_seq_stride + h * p.o_head_stride;
-  store_tile<E>(o, out, p.o_seq_stride, rw0, s.q_len - m0, 0, p.head_dim_v, lane);
+  store_tile<Out>(o, out, p.o_seq_stride, rw0, s.q_len - m0, 0, p.head_dim_v, lane);
 }
 
 // Whether a block that has done the tile at row r0 of its sequence's n rows has another one: the
@@ -512,14 +581,14 @@ JA_DEVICE bool next_tile(int& r0, int n, int grid_rows) {
   return true;
 }
 
-template <typename E, int D>
+template <typename E, int D, bool kFp8 = false>
 JA_DEVICE void attn_fwd(const FwdParams& p) {
   constexpr int BM = AttnConfig<D>::kRowsQ;
   const Seq s = sequence(p, block_id_z());
   int m0 = block_id() * BM;
   if (m0 >= s.q_len) return;
   do {
-    attn_fwd_tile<E, D>(p, s, m0);
+    attn_fwd_tile<E, D, kFp8>(p, s, m0);
   } while (next_tile<BM>(m0, s.q_len, p.seqlen_q));
 }
 
@@ -1033,8 +1102,18 @@ JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
         ja::GqaReduceParams{JAX_AITER_ATTN_GQA_REDUCE_ARGS(JA_ATTN_NAME_F, JA_ATTN_NAME_X)}); \
   }
 
+// The fp8 forward: products in f16 (exact e4m3 -> f16, see attn_fwd_tile), bf16 out.
+#define JA_ATTN_FP8_KERNEL(D)                                                               \
+  JA_KERNEL_BOUNDED_RESIDENT(ja::AttnConfig<D>::kThreads, ja::AttnConfig<D>::kFwdMinBlocks) \
+  void jax_aiter_attn_fwd_fp8_d##D(JA_ATTN_FWD_PARAMS) {                                    \
+    ja::wait_for_prior_grids();                                                             \
+    ja::allow_dependent_grids();                                                            \
+    ja::attn_fwd<ja::F16, D, true>(ja::FwdParams{JA_ATTN_FWD_NAMES});                       \
+  }
+
 JAX_AITER_ATTN_KERNELS(JA_ATTN_BUCKET_KERNELS)
 JAX_AITER_ATTN_DTYPES(JA_ATTN_DTYPE_KERNELS)
+JAX_AITER_ATTN_FP8_KERNELS(JA_ATTN_FP8_KERNEL)
 
 JA_KERNEL_BOUNDED(jax_aiter::kernels::attention::kMaskThreads)
 void jax_aiter_attn_dropout_mask(JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_PARAM_F,

@@ -31,11 +31,12 @@ void BM_AttnFwdDecodeValidatePlan(benchmark::State& state) {
       {kBf16, {2, 512, 16, 128}}, {kBf16, {2, 512, 4, 128}},           {kBf16, {2, 512, 4, 128}},
       {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},          {XLA_FFI_DataType_U8, {0}},
       {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},          {XLA_FFI_DataType_U8, {0}},
+      {XLA_FFI_DataType_U8, {0}}, {XLA_FFI_DataType_U8, {0}},          {XLA_FFI_DataType_U8, {0}},
       {kBf16, {2, 512, 16, 128}}, {XLA_FFI_DataType_F32, {2, 16, 512}}};
-  GenericCall<ja::ops::FlashAttnFwd> call{
-      {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7), b.at(8)},
-      {b.at(9), b.at(10)},
-      attention_attrs(false)};
+  GenericCall<ja::ops::FlashAttnFwd> call{{b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5),
+                                           b.at(6), b.at(7), b.at(8), b.at(9), b.at(10), b.at(11)},
+                                          {b.at(12), b.at(13)},
+                                          attention_attrs(false)};
   decode_validate_plan(state, call, state.range(0) == 0 ? kGfx942 : kSm90);
 }
 BENCHMARK(BM_AttnFwdDecodeValidatePlan)->Arg(0)->Arg(1);

@@ -16,6 +16,7 @@
 // visible key gets out 0 and lse +inf (the library's one meaning, attention-design.md).
 #pragma once
 
+#include "jax_aiter/kernels/shared/attention.h"
 #include "jax_aiter_device.hpp"
 
 #ifndef JA_UNROLL
@@ -169,6 +170,10 @@ struct FwdJob {
   Mask mask;
   bool f16;
   int cvt;
+  // fp8 rows: q, k, v are e4m3 bytes of this in_dtype code (kernels/shared/attention.h), read as
+  // f16 times 2^-shift (scale then carries the descales and 2^(2 shift)); 0: 16-bit inputs.
+  int fp8 = 0;
+  float out_scale = 1.f;  // out = out_scale * softmax v (fp8: v's descale times 2^shift)
 };
 
 // Loads rows [0, rows) x columns [0, cols) of g (row stride rs bytes) into an R x (W + 2) tile of
@@ -184,16 +189,43 @@ JA_DEVICE void load_rows16(uint16_t* s, const unsigned char* g, long long rs, in
   }
 }
 
+// load_rows16 for e4m3 rows (row stride rs bytes): each byte as f16 bits of its value times
+// 2^-shift (jax_aiter::kernels::attention::attn_e4m3_as_f16), exactly.
+template <int R, int W, int T>
+JA_DEVICE void load_rows_fp8(uint16_t* s, const unsigned char* g, long long rs, int rows, int cols,
+                             int fp8) {
+  constexpr int kS = W + 2, kWords = W / 2;
+  for (int idx = thread_id(); idx < R * kWords; idx += T) {
+    const int r = idx / kWords, c = 2 * (idx % kWords);
+    uint32_t w = 0;
+    if (r < rows && c < cols) {
+      const unsigned char* e = g + r * rs + c;
+      w = jax_aiter::kernels::attention::attn_e4m3_as_f16(e[0], fp8) |
+          (uint32_t{jax_aiter::kernels::attention::attn_e4m3_as_f16(e[1], fp8)} << 16);
+    }
+    *reinterpret_cast<uint32_t*>(s + r * kS + c) = w;
+  }
+}
+template <int R, int W, int T>
+JA_DEVICE void load_rows_in(uint16_t* s, const unsigned char* g, long long rs, int rows, int cols,
+                            int fp8) {
+  if (fp8 != 0) {
+    load_rows_fp8<R, W, T>(s, g, rs, rows, cols, fp8);
+  } else {
+    load_rows16<R, W, T>(s, g, rs, rows, cols);
+  }
+}
+
 JA_DEVICE void pair16(uint32_t w, bool f16, float& lo, float& hi) {
   lo = from16(static_cast<uint16_t>(w & 0xffffu), f16);
   hi = from16(static_cast<uint16_t>(w >> 16), f16);
 }
 
-// out and lse of rows [r0, r1) (r1 <= sq) in passes of 64 rows and tiles of 32 keys, T threads
+// out and lse of rows [r0, r1) (r1 <= sq) in passes of BM rows and tiles of 32 keys, T threads
 // (16 columns x T / 16 rows of threads), head dims up to DQ / DV.
-template <int T, int DQ, int DV>
+template <int T, int DQ, int DV, int BM = 64>
 JA_TWIN_FN void fwd_rows(FwdJob j, int r0, int r1) {
-  constexpr int BM = 64, BN = 32, TR = T / 16, RS = BM / TR, NC = DV / 16;
+  constexpr int BN = 32, TR = T / 16, RS = BM / TR, NC = DV / 16;
   constexpr int SQ = DQ + 2, SKV = (DQ > DV ? DQ : DV) + 2;
   static_assert(T % 64 == 0 && BM % TR == 0 && DQ % 16 == 0 && DV % 16 == 0);
   static_assert(2 * (BM * SQ + BN * SKV) + 4 * (BM * (BN + 1) + 3 * BM) + 5 * 16 <= kPoolBytes);
@@ -206,10 +238,11 @@ JA_TWIN_FN void fwd_rows(FwdJob j, int r0, int r1) {
   float* sA = carve<float>(j.pool, off, BM);
   const int tid = thread_id(), tr = tid / 16, tc = tid % 16;
   const float scale2 = j.scale * kLog2e;
+  const bool tf16 = j.f16 || j.fp8 != 0;  // the tiles' 16-bit type (fp8 rows: f16)
   for (int m0 = r0; m0 < r1; m0 += BM) {
     const int rows = r1 - m0 < BM ? r1 - m0 : BM;
     barrier();
-    load_rows16<BM, DQ, T>(sQ, j.q + m0 * j.q_rs, j.q_rs, rows, j.d);
+    load_rows_in<BM, DQ, T>(sQ, j.q + m0 * j.q_rs, j.q_rs, rows, j.d, j.fp8);
     if (tid < BM) sM[tid] = -inf_(), sL[tid] = 0.f;
     float o[RS][NC] = {};
     long long klo, khi;
@@ -217,18 +250,18 @@ JA_TWIN_FN void fwd_rows(FwdJob j, int r0, int r1) {
     for (long long n0 = klo; n0 < khi; n0 += BN) {
       const int keys = khi - n0 < BN ? static_cast<int>(khi - n0) : BN;
       barrier();  // sKV (V of the last tile) and sS are free
-      load_rows16<BN, SKV - 2, T>(sKV, j.k + n0 * j.k_rs, j.k_rs, keys, j.d);
+      load_rows_in<BN, SKV - 2, T>(sKV, j.k + n0 * j.k_rs, j.k_rs, keys, j.d, j.fp8);
       barrier();
       // Scores in log2 units, -inf where masked: rows tr + TR u, keys tc and tc + 16.
       float s[RS][2] = {};
       for (int c = 0; c < j.d; c += 2) {
         float k0l, k0h, k1l, k1h;
-        pair16(*reinterpret_cast<const uint32_t*>(sKV + tc * SKV + c), j.f16, k0l, k0h);
-        pair16(*reinterpret_cast<const uint32_t*>(sKV + (tc + 16) * SKV + c), j.f16, k1l, k1h);
+        pair16(*reinterpret_cast<const uint32_t*>(sKV + tc * SKV + c), tf16, k0l, k0h);
+        pair16(*reinterpret_cast<const uint32_t*>(sKV + (tc + 16) * SKV + c), tf16, k1l, k1h);
         JA_UNROLL
         for (int u = 0; u < RS; ++u) {
           float ql, qh;
-          pair16(*reinterpret_cast<const uint32_t*>(sQ + (tr + TR * u) * SQ + c), j.f16, ql, qh);
+          pair16(*reinterpret_cast<const uint32_t*>(sQ + (tr + TR * u) * SQ + c), tf16, ql, qh);
           s[u][0] += ql * k0l + qh * k0h;
           s[u][1] += ql * k1l + qh * k1h;
         }
@@ -260,7 +293,7 @@ JA_TWIN_FN void fwd_rows(FwdJob j, int r0, int r1) {
         sM[tid] = m_new, sL[tid] = l, sA[tid] = alpha;
       }
       barrier();  // the scores are read; K may be overwritten by V
-      load_rows16<BN, SKV - 2, T>(sKV, j.v + n0 * j.v_rs, j.v_rs, keys, j.dv);
+      load_rows_in<BN, SKV - 2, T>(sKV, j.v + n0 * j.v_rs, j.v_rs, keys, j.dv, j.fp8);
       barrier();
       JA_UNROLL
       for (int u = 0; u < RS; ++u) {
@@ -272,7 +305,7 @@ JA_TWIN_FN void fwd_rows(FwdJob j, int r0, int r1) {
       for (int kk = 0; kk < keys; ++kk) {
         float vv[NC];
         JA_UNROLL
-        for (int c = 0; c < NC; ++c) vv[c] = from16(sKV[kk * SKV + tc + 16 * c], j.f16);
+        for (int c = 0; c < NC; ++c) vv[c] = from16(sKV[kk * SKV + tc + 16 * c], tf16);
         JA_UNROLL
         for (int u = 0; u < RS; ++u) {
           const float p = sS[tr + TR * u][kk];
@@ -286,7 +319,7 @@ JA_TWIN_FN void fwd_rows(FwdJob j, int r0, int r1) {
     for (int u = 0; u < RS; ++u) {
       const int r = tr + TR * u;
       if (r >= rows) continue;
-      const float l = sL[r], inv = l > 0.f ? 1.f / l : 0.f;
+      const float l = sL[r], inv = l > 0.f ? j.out_scale / l : 0.f;
       unsigned char* out = j.o + (m0 + r) * j.o_rs;
       JA_UNROLL
       for (int c = 0; c < NC; ++c) {

@@ -13,6 +13,10 @@ Semantics (every tier and backend):
   * MHA, MQA, GQA: hq % hk == 0; query head h reads key head h // (hq // hk).
   * bf16 or f16; head dims up to 256, d and dv may differ (192/128); any d: q, k and v are padded
     with zeros to a multiple of 8 internally, and the default scale is 1/sqrt(d) of the unpadded d.
+  * fp8 forward: q, k, v of one e4m3 format (``jax_aiter.fp8_dtype()``: float8_e4m3fnuz on
+    gfx942, float8_e4m3fn elsewhere) with ``q_descale``, ``k_descale``, ``v_descale`` (float32
+    scalars, AITER's per-tensor descales): attention of descale * x, out bf16. Forward only: its
+    gradient raises (AITER has no fp8 backward). docs/ops/flash_attention.md, "FP8 forward".
   * causal is aligned to the bottom-right corner (the last query sees the last key), as in
     flash-attn >= 2.1 and AITER; window_size = (left, right), -1 unbounded; causal means right = 0.
   * bias: broadcastable to [b, hq, sq, sk] (batch mode only), q's dtype or f32; its gradient is
@@ -53,6 +57,9 @@ from jax_aiter._call import Dispatch, Static, like_primal, varying
 __all__ = ["flash_attn_func", "flash_attn_varlen", "dropout_mask"]
 
 _F32 = np.dtype(np.float32)
+_BF16 = np.dtype(jnp.bfloat16)
+_FP8 = (np.dtype(jnp.float8_e4m3fn), np.dtype(jnp.float8_e4m3fnuz))
+_DESCALES = ("q_descale", "k_descale", "v_descale")
 
 
 def _round8(n: int) -> int:
@@ -104,16 +111,23 @@ def _lse_shape(q, varlen: bool):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
+# out's dtype: q's, or bf16 for fp8 q (AITER's fp8bf16 kernels).
+def _out_dtype(q):
+    return _BF16 if q.dtype in _FP8 else q.dtype
+
+
 # shard: None, or int32[4] {b0, h0, r0, sq_total}: this call is a shard of a larger one (device
 # data; see aiter.flash_attn_fwd's "shard" in include/jax_aiter/ffi/attention.hpp).
-def _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, shard, c):
+# qd, kd, vd: fp8 q, k, v's float32[1] descales, or None.
+def _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, qd, kd, vd, shard, c):
     varlen = cu_q is not None
     out_shape = (*q.shape[:-1], v.shape[-1])
     got = _call.call("aiter.flash_attn_fwd",
                      inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
                              "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key,
-                             "shard": shard},
-                     outputs={"out": (out_shape, q.dtype), "lse": (_lse_shape(q, varlen), _F32)},
+                             "shard": shard, "q_descale": qd, "k_descale": kd, "v_descale": vd},
+                     outputs={"out": (out_shape, _out_dtype(q)),
+                              "lse": (_lse_shape(q, varlen), _F32)},
                      attributes=_attributes(c, False), dispatch=c["dispatch"])
     return got["out"], got["lse"]
 
@@ -167,8 +181,10 @@ def _dims(kind, shapes, c):
         kd, vd = (("b",), ("sk",), ("h",), ("d",)), (("b",), ("sk",), ("h",), ("dv",))
         od, lsed = (("b",), ("sq",), heads, ("dv",)), (("b",), heads, ("sq",))
     full = (("b",), heads, ("sq",), ("sk",))
+    factors["one"] = F(1, R)  # a per-tensor descale's one element
     dims = {"q": qd, "k": kd, "v": vd, "out": od, "dout": od, "lse": lsed,
-            "cu_seqlens_q": (("cq",),), "cu_seqlens_k": (("ck",),), "rng_key": (("key",),)}
+            "cu_seqlens_q": (("cq",),), "cu_seqlens_k": (("ck",),), "rng_key": (("key",),),
+            "q_descale": (("one",),), "k_descale": (("one",),), "v_descale": (("one",),)}
     if shapes.get("bias") is not None:  # broadcast dims (size 1) get factors of their own
         bias = []
         for i, (n, d) in enumerate(zip(shapes["bias"], full)):
@@ -189,7 +205,8 @@ def _dims(kind, shapes, c):
     return _partition.Rule(operands, results, factors)
 
 
-_FWD_INPUTS = ("q", "k", "v", "bias", "alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "rng_key")
+_FWD_INPUTS = ("q", "k", "v", "bias", "alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "rng_key",
+               *_DESCALES)
 _BWD_INPUTS = ("dout", "q", "k", "v", "out", "lse", "bias", "alibi_slopes", "cu_seqlens_q",
                "cu_seqlens_k", "rng_key")
 
@@ -219,9 +236,10 @@ def _shard_offsets(shards, c):
 
 
 @_partition.op("aiter.flash_attn_fwd", rule=_fwd_rule)
-def _part_fwd(config, shards, q, k, v, bias, alibi, cu_q, cu_k, key):
+def _part_fwd(config, shards, q, k, v, bias, alibi, cu_q, cu_k, key, qd, kd, vd):
     c = dict(config)
-    return _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, _shard_offsets(shards, c), c)
+    return _kernel_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, qd, kd, vd,
+                       _shard_offsets(shards, c), c)
 
 
 @_partition.op("aiter.flash_attn_bwd", rule=_bwd_rule)
@@ -232,9 +250,9 @@ def _part_bwd(config, shards, dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, 
     return dq, shards.sum(dk, 1), shards.sum(dv, 2), dbias
 
 
-def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c):
+def _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, c, descales=(None, None, None)):
     config = tuple(sorted({**c, "varlen": cu_q is not None}.items()))
-    return _part_fwd(config, q, k, v, bias, alibi, cu_q, cu_k, key)
+    return _part_fwd(config, q, k, v, bias, alibi, cu_q, cu_k, key, *descales)
 
 
 def _bwd_call(dout, q, k, v, out, lse, bias, alibi, cu_q, cu_k, key, c):
@@ -271,7 +289,56 @@ def _attn_vjp_bwd(config, res, cts):
 _attn.defvjp(_attn_vjp_fwd, _attn_vjp_bwd)
 
 
+# fp8 q, k, v: forward only, as AITER's v3 fp8 kernels (there is no fp8 backward to call).
+@functools.partial(jax.custom_vjp, nondiff_argnums=(11,))
+def _attn_fp8(q, k, v, bias, alibi, cu_q, cu_k, key, qd, kd, vd, config):
+    return _fwd_call(q, k, v, bias, alibi, cu_q, cu_k, key, dict(config.value), (qd, kd, vd))
+
+
+def _attn_fp8_vjp_fwd(q, k, v, bias, alibi, cu_q, cu_k, key, qd, kd, vd, config):
+    return _attn_fp8(q, k, v, bias, alibi, cu_q, cu_k, key, qd, kd, vd, config), None
+
+
+def _attn_fp8_vjp_bwd(config, res, cts):
+    raise NotImplementedError(
+        "flash_attn: fp8 q, k, v are forward-only (AITER's v3 fp8 attention has no backward, and "
+        "neither has aiter.flash_attn_bwd): no gradient flows through an fp8 call; differentiate "
+        "a bf16 or f16 call instead")
+
+
+_attn_fp8.defvjp(_attn_fp8_vjp_fwd, _attn_fp8_vjp_bwd)
+
+
 # ---- the public functions ------------------------------------------------------------------------
+
+def _descales(q, k, v, given: dict, op: str):
+    """fp8 q, k, v (one e4m3 format): their three descales as float32[1]; 16-bit ones: None (and
+    no descale may be given)."""
+    if any(x.dtype in _FP8 for x in (q, k, v)) and not q.dtype == k.dtype == v.dtype:
+        bad, x = ("k", k) if k.dtype != q.dtype else ("v", v)
+        raise ValueError(f"{op}: operand {bad}: expected {q.dtype} (like q: fp8 q, k and v share "
+                         f"one e4m3 format), got {x.dtype}")
+    if q.dtype not in _FP8:
+        for name in _DESCALES:
+            if given[name] is not None:
+                raise ValueError(f"{op}: {name}: expected None with {q.dtype} q (descales go with "
+                                 f"fp8 q, k, v), got {given[name]!r}")
+        return None
+    out = []
+    for name in _DESCALES:
+        x = given[name]
+        if x is None:
+            raise ValueError(f"{op}: {name}: expected a float32 scalar (the per-tensor descale of "
+                             f"fp8 {q.dtype} q, k, v), got None")
+        if isinstance(x, (float, int)) and not isinstance(x, bool):
+            x = np.float32(x)
+        x = jnp.asarray(x)
+        if x.dtype != _F32 or x.size != 1 or x.ndim > 1:
+            raise ValueError(f"{op}: {name}: expected a float32 scalar or float32[1] (a per-tensor "
+                             f"descale), got {x.dtype}{list(x.shape)}")
+        out.append(x.reshape((1,)))
+    return tuple(out)
+
 
 def _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size, alibi_slopes, deterministic,
              dropout_key, dispatch, bf16_cvt, atomic32, max_seqlen_q, max_seqlen_k, lead: int,
@@ -312,50 +379,62 @@ def _default_dispatch() -> Dispatch:
     return Dispatch() if jax.default_backend() == "rocm" else Dispatch(tier="portable")
 
 
-def _validate_empty(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+def _validate_empty(q, k, v, bias, alibi, cu_q, cu_k, key, config, descales=None):
     """An empty problem is answered in Python, but first checked by the handler's rules on the
     call it would have made (head dims padded as _padded_call pads them), so bad input is an error
-    whatever its size."""
+    whatever its size. fp8 calls are checked so every time (the handler's messages then come at
+    trace time, not from the running kernel)."""
     pad = lambda x, to: jax.ShapeDtypeStruct((*x.shape[:-1], to), x.dtype)  # noqa: E731
     dp, dvp = _round8(q.shape[-1]), _round8(v.shape[-1])
+    out_dtype = _out_dtype(q)
     q, k, v = pad(q, dp), pad(k, dp), pad(v, dvp)
     out_shape = (*q.shape[:-1], dvp)
+    ds = dict(zip(_DESCALES, descales or (None, None, None)))
     _call.validate("aiter.flash_attn_fwd",
                    inputs={"q": q, "k": k, "v": v, "bias": bias, "alibi_slopes": alibi,
-                           "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key},
-                   outputs={"out": (out_shape, q.dtype),
+                           "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k, "rng_key": key, **ds},
+                   outputs={"out": (out_shape, out_dtype),
                             "lse": (_lse_shape(q, cu_q is not None), _F32)},
                    attributes=_attributes(config, False), dispatch=config["dispatch"])
 
 
-def _padded_call(q, k, v, bias, alibi, cu_q, cu_k, key, config):
+def _padded_call(q, k, v, bias, alibi, cu_q, cu_k, key, config, descales=None):
     d, dv = q.shape[-1], v.shape[-1]
     dp, dvp = _round8(d), _round8(dv)
     qp, kp, vp = _pad_last(q, dp), _pad_last(k, dp), _pad_last(v, dvp)
-    out, lse = _attn(qp, kp, vp, bias, alibi, cu_q, cu_k, key,
-                     Static(tuple(sorted(config.items(), key=lambda kv: kv[0]))))
+    static = Static(tuple(sorted(config.items(), key=lambda kv: kv[0])))
+    if descales is not None:
+        out, lse = _attn_fp8(qp, kp, vp, bias, alibi, cu_q, cu_k, key, *descales, static)
+    else:
+        out, lse = _attn(qp, kp, vp, bias, alibi, cu_q, cu_k, key, static)
     return out[..., :dv], jax.lax.stop_gradient(lse)
 
 
 def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: float | None = None,
                     causal: bool = False, window_size=(-1, -1), bias=None, alibi_slopes=None,
                     deterministic: bool = False, return_lse: bool = False, *, dropout_key=None,
-                    dispatch: Dispatch | None = None, bf16_cvt: int = 1, atomic32: bool = True):
+                    dispatch: Dispatch | None = None, bf16_cvt: int = 1, atomic32: bool = True,
+                    q_descale=None, k_descale=None, v_descale=None):
     """Attention over q [b, sq, hq, d], k [b, sk, hk, d], v [b, sk, hk, dv] (BSHD).
 
     Returns out [b, sq, hq, dv] in q's dtype, or (out, lse) with lse float32 [b, hq, sq].
     ``bf16_cvt`` / ``atomic32`` are AITER's knobs for its ASM kernels (how_v3_bf16_cvt and
     is_v3_atomic_fp32); ``dispatch`` picks a tier (``jax_aiter.Dispatch``).
+    fp8 q, k, v (one e4m3 format, ``jax_aiter.fp8_dtype()``) take ``q_descale``, ``k_descale``,
+    ``v_descale`` (float32 scalars): out = attention of the dequantised inputs, in bf16; forward
+    only (its gradient raises).
     """
     op = "flash_attn_func"
     q, k, v, alibi, key, config = _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size,
                                            alibi_slopes, deterministic, dropout_key, dispatch,
                                            bf16_cvt, atomic32, 0, 0, 2, op)
+    descales = _descales(q, k, v, {"q_descale": q_descale, "k_descale": k_descale,
+                                   "v_descale": v_descale}, op)
     b, sq, hq, _ = q.shape
     sk = k.shape[1]
     if bias is not None:
         bias = jnp.asarray(bias)
-        if bias.dtype != q.dtype:
+        if bias.dtype != _out_dtype(q):
             bias = bias.astype(_F32)
         if bias.ndim > 4:
             raise ValueError(f"{op}: bias: expected at most 4 dims, got {bias.shape}")
@@ -365,15 +444,16 @@ def flash_attn_func(q, k, v, dropout_p: float = 0.0, softmax_scale: float | None
             raise ValueError(f"{op}: bias: expected a shape broadcastable to [b, hq, sq, sk] = "
                              f"{list(full)}, got {bias.shape}")
     out_shape = (b, sq, hq, v.shape[-1])
-    if 0 in (b, sq, hq, sk):
-        _validate_empty(q, k, v, None if bias is None else bias4, alibi, None, None, key, config)
+    if 0 in (b, sq, hq, sk) or descales is not None:
+        _validate_empty(q, k, v, None if bias is None else bias4, alibi, None, None, key, config,
+                        descales)
     if 0 in (b, sq, hq):
-        out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((b, hq, sq), _F32)
+        out, lse = jnp.zeros(out_shape, _out_dtype(q)), jnp.zeros((b, hq, sq), _F32)
     elif sk == 0:
-        out, lse = jnp.zeros(out_shape, q.dtype), jnp.full((b, hq, sq), jnp.inf, _F32)
+        out, lse = jnp.zeros(out_shape, _out_dtype(q)), jnp.full((b, hq, sq), jnp.inf, _F32)
     else:
         bias_in = None if bias is None else bias4
-        out, lse = _padded_call(q, k, v, bias_in, alibi, None, None, key, config)
+        out, lse = _padded_call(q, k, v, bias_in, alibi, None, None, key, config, descales)
     return (out, lse) if return_lse else out
 
 
@@ -397,9 +477,11 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
                       dropout_p: float = 0.0, softmax_scale: float | None = None,
                       causal: bool = False, window_size=(-1, -1), alibi_slopes=None,
                       deterministic: bool = False, return_lse: bool = False, *, dropout_key=None,
-                      dispatch: Dispatch | None = None, bf16_cvt: int = 1, atomic32: bool = True):
+                      dispatch: Dispatch | None = None, bf16_cvt: int = 1, atomic32: bool = True,
+                      q_descale=None, k_descale=None, v_descale=None):
     """Attention over packed sequences: q [total_q, hq, d], k [total_k, hk, d], v [total_k, hk, dv];
-    sequence s is rows cu_seqlens[s]:cu_seqlens[s + 1].
+    sequence s is rows cu_seqlens[s]:cu_seqlens[s + 1]. fp8 q, k, v with descales as in
+    ``flash_attn_func``.
 
     Returns out [total_q, hq, dv], or (out, lse) with lse float32 [hq, total_q].
     ``max_seqlen_q`` / ``max_seqlen_k`` (>= 1) should bound every sequence: concrete cu_seqlens
@@ -414,6 +496,8 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
     q, k, v, alibi, key, config = _prepare(q, k, v, dropout_p, softmax_scale, causal, window_size,
                                            alibi_slopes, deterministic, dropout_key, dispatch,
                                            bf16_cvt, atomic32, max_seqlen_q, max_seqlen_k, 1, op)
+    descales = _descales(q, k, v, {"q_descale": q_descale, "k_descale": k_descale,
+                                   "v_descale": v_descale}, op)
     cu_q = jnp.asarray(cu_seqlens_q)
     cu_k = jnp.asarray(cu_seqlens_k)
     for name, cu in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
@@ -426,18 +510,18 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, ma
     _check_cu_seqlens(cu_k, k.shape[0], int(max_seqlen_k), "cu_seqlens_k", op)
     total_q, hq = q.shape[0], q.shape[1]
     out_shape = (total_q, hq, v.shape[-1])
-    if total_q == 0 or hq == 0 or k.shape[0] == 0:
+    if total_q == 0 or hq == 0 or k.shape[0] == 0 or descales is not None:
         empty = dict(config, max_seqlen_q=max(1, min(int(max_seqlen_q), total_q)),
                      max_seqlen_k=max(1, min(int(max_seqlen_k), k.shape[0])))
-        _validate_empty(q, k, v, None, alibi, cu_q, cu_k, key, empty)
+        _validate_empty(q, k, v, None, alibi, cu_q, cu_k, key, empty, descales)
     if total_q == 0 or hq == 0:
-        out, lse = jnp.zeros(out_shape, q.dtype), jnp.zeros((hq, total_q), _F32)
+        out, lse = jnp.zeros(out_shape, _out_dtype(q)), jnp.zeros((hq, total_q), _F32)
     elif k.shape[0] == 0:
-        out, lse = jnp.zeros(out_shape, q.dtype), jnp.full((hq, total_q), jnp.inf, _F32)
+        out, lse = jnp.zeros(out_shape, _out_dtype(q)), jnp.full((hq, total_q), jnp.inf, _F32)
     else:
         config["max_seqlen_q"] = min(int(max_seqlen_q), total_q)
         config["max_seqlen_k"] = min(int(max_seqlen_k), k.shape[0])
-        out, lse = _padded_call(q, k, v, None, alibi, cu_q, cu_k, key, config)
+        out, lse = _padded_call(q, k, v, None, alibi, cu_q, cu_k, key, config, descales)
     return (out, lse) if return_lse else out
 
 
@@ -484,9 +568,13 @@ def _part_mask(config, shards, key):
 def describe(b: int, sq: int, sk: int, hq: int, hk: int, d: int, dv: int | None = None,
              dtype="bfloat16", causal: bool = False, window=(-1, -1), varlen: bool = False,
              backward: bool = False, bias: bool = False, dropout_p: float = 0.0,
-             deterministic: bool = False) -> tuple[str, dict, dict]:
-    """The call jax-aiter-plan describes for attention: (target, operands, attributes)."""
+             deterministic: bool = False, fp8: str | None = None) -> tuple[str, dict, dict]:
+    """The call jax-aiter-plan describes for attention: (target, operands, attributes). fp8: an
+    e4m3 format name (q, k, v of it, with float32[1] descales, bf16 out; forward only)."""
     dv = dv or d
+    if fp8 is not None and backward:
+        raise ValueError("attention: fp8 is forward-only (no backward takes fp8 q, k, v)")
+    in_dtype, out_dtype = (fp8, "bfloat16") if fp8 is not None else (dtype, dtype)
     if varlen:  # b sequences of sq / sk rows each
         q, k, v = (b * sq, hq, d), (b * sk, hk, d), (b * sk, hk, dv)
         out, lse = (b * sq, hq, dv), (hq, b * sq)
@@ -495,7 +583,7 @@ def describe(b: int, sq: int, sk: int, hq: int, hk: int, d: int, dv: int | None 
         q, k, v = (b, sq, hq, d), (b, sk, hk, d), (b, sk, hk, dv)
         out, lse = (b, sq, hq, dv), (b, hq, sq)
         cu = None
-    operands = {"q": (dtype, q), "k": (dtype, k), "v": (dtype, v),
+    operands = {"q": (in_dtype, q), "k": (in_dtype, k), "v": (in_dtype, v),
                 "bias": ("float32", (1, hq, sq, sk)) if bias else None, "alibi_slopes": None,
                 "cu_seqlens_q": cu, "cu_seqlens_k": cu,
                 "rng_key": ("int32", (2,)) if dropout_p > 0 else None}
@@ -504,7 +592,9 @@ def describe(b: int, sq: int, sk: int, hq: int, hk: int, d: int, dv: int | None 
                   "max_seqlen_q": sq if varlen else 0, "max_seqlen_k": sk if varlen else 0,
                   "bf16_cvt": 1}
     if not backward:
-        operands.update(out=(dtype, out), lse=("float32", lse))
+        descale = ("float32", (1,)) if fp8 is not None else None
+        operands.update(out=(out_dtype, out), lse=("float32", lse), q_descale=descale,
+                        k_descale=descale, v_descale=descale)
         return "aiter.flash_attn_fwd", operands, attributes
     operands.update(dout=(dtype, out), out=(dtype, out), lse=("float32", lse),
                     dq=(dtype, q), dk=(dtype, k), dv=(dtype, v),
@@ -520,9 +610,22 @@ def _plan(p, args):
         p.error(f"--window: expected left,right (two ints, -1 unbounded), got {args.window!r}")
     if left < -1 or right < -1:
         p.error(f"--window: expected left,right >= -1 (-1 unbounded), got {args.window!r}")
-    return describe(args.b, args.sq, args.sk or args.sq, args.hq, args.hk or args.hq, args.d,
-                    args.dv, args.dtype, args.causal, (left, right), args.varlen, args.backward,
-                    args.bias, args.dropout, args.deterministic)
+    fp8 = None
+    if args.fp8:  # the format a plan for the arch reads (AITER's kernels': --asm-arch's)
+        arch = (getattr(args, "asm_arch", None) or args.arch).split(":")[0]
+        fp8 = "float8_e4m3fnuz" if arch == "gfx942" else "float8_e4m3fn"
+    try:
+        return describe(args.b, args.sq, args.sk or args.sq, args.hq, args.hk or args.hq, args.d,
+                        args.dv, args.dtype, args.causal, (left, right), args.varlen,
+                        args.backward, args.bias, args.dropout, args.deterministic, fp8)
+    except ValueError as e:
+        p.error(f"--fp8: {e}")
+
+
+def add_plan_arguments(p) -> None:
+    """jax-aiter-plan's options of this op alone (tools.py calls it)."""
+    p.add_argument("--fp8", action="store_true",
+                   help="attention: fp8 q, k, v (the arch's e4m3) with descales, bf16 out")
 
 
 # jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,

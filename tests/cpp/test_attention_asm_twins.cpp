@@ -817,6 +817,208 @@ TEST(AiterFmhaTwins, WrongPlansFail) {
   }
 }
 
+// ---- fp8 forward
+// ---------------------------------------------------------------------------------- AITER's
+// fp8bf16 rows through their host twins: e4m3 q, k, v (the arch's format) with per-tensor descales,
+// bf16 out, against float64 of the dequantised inputs (descale * decoded byte). The tolerance is
+// the bf16 one above: the inputs are exact in both, so what is left is float32 arithmetic and the
+// bf16 rounding of out (gfx942's rows round away from zero).
+struct Fp8Case {
+  std::string name;
+  Arch arch;
+  uint32_t chip;
+  std::vector<std::pair<int, int>> lens;  // (sq, sk) per sequence; varlen when `varlen`
+  bool varlen, causal;
+  int64_t hq, hk, d;
+};
+
+struct Fp8Problem {
+  Fp8Case c;
+  DType fmt;
+  int64_t nseq, tq, tk, sq = 0, sk = 0;
+  std::vector<int> cu_q{0}, cu_k{0};
+  Buf q, k, v, out, lse, cuq, cuk, qd, kd, vd;
+  float scale;
+  std::vector<double> ref_out, ref_lse;
+
+  explicit Fp8Problem(const Fp8Case& cs) : c(cs) {
+    fmt = c.arch == Arch::kGfx942 ? DType::kF8E4M3FNUZ : DType::kF8E4M3FN;
+    const ja::MiniFloat& f = fmt == DType::kF8E4M3FNUZ ? ja::kE4M3FNUZFormat : ja::kE4M3FNFormat;
+    nseq = static_cast<int64_t>(c.lens.size());
+    for (auto [a, b] : c.lens) {
+      cu_q.push_back(cu_q.back() + a);
+      cu_k.push_back(cu_k.back() + b);
+      sq = std::max<int64_t>(sq, a);
+      sk = std::max<int64_t>(sk, b);
+    }
+    tq = cu_q.back();
+    tk = cu_k.back();
+    scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d)));
+    std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>{}(c.name)));
+    std::uniform_real_distribution<double> u(-12.0, 12.0);
+    auto fill = [&](Buf& buf, int64_t n) {
+      buf = Buf(static_cast<size_t>(n));
+      auto* b = static_cast<unsigned char*>(buf.data());
+      for (int64_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>(ja::encode(f, u(rng)));
+    };
+    fill(q, tq * c.hq * c.d);
+    fill(k, tk * c.hk * c.d);
+    fill(v, tk * c.hk * c.d);
+    out = Buf(static_cast<size_t>(tq * c.hq * c.d * 2));
+    lse = Buf(static_cast<size_t>(tq * c.hq * 4));
+    cuq = Buf(static_cast<size_t>(nseq + 1) * 4);
+    cuk = Buf(cuq.n);
+    std::memcpy(cuq.data(), cu_q.data(), cuq.n);
+    std::memcpy(cuk.data(), cu_k.data(), cuk.n);
+    const float descales[3] = {0.04f, 0.07f, 0.3f};
+    Buf* bufs[3] = {&qd, &kd, &vd};
+    for (int i = 0; i < 3; ++i) {
+      *bufs[i] = Buf(4);
+      bufs[i]->f32()[0] = descales[i];
+    }
+    // The float64 reference over the dequantised inputs (each byte decoded once).
+    auto dequant = [&](Buf& buf, float ds) {
+      std::vector<double> out(buf.n);
+      for (size_t i = 0; i < buf.n; ++i) {
+        out[i] = ja::decode(f, static_cast<unsigned char*>(buf.data())[i]) * ds;
+      }
+      return out;
+    };
+    const std::vector<double> xq = dequant(q, descales[0]), xk = dequant(k, descales[1]),
+                              xv = dequant(v, descales[2]);
+    auto x = [&](Buf& buf, int64_t i, float) {
+      return (&buf == &q ? xq : &buf == &k ? xk : xv)[static_cast<size_t>(i)];
+    };
+    ref_out.assign(static_cast<size_t>(tq * c.hq * c.d), 0.0);
+    ref_lse.assign(static_cast<size_t>(tq * c.hq), 0.0);
+    for (int64_t s = 0; s < nseq; ++s) {
+      const int64_t q0 = cu_q[s], k0 = cu_k[s], n = cu_q[s + 1] - q0, m = cu_k[s + 1] - k0;
+      for (int64_t h = 0; h < c.hq; ++h) {
+        const int64_t hk = h / (c.hq / c.hk);
+        for (int64_t i = 0; i < n; ++i) {
+          std::vector<double> sc(static_cast<size_t>(m), -INFINITY);
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < m; ++j) {
+            if (c.causal && j > i + m - n) continue;
+            double dot = 0;
+            for (int64_t e = 0; e < c.d; ++e) {
+              dot += x(q, ((q0 + i) * c.hq + h) * c.d + e, descales[0]) *
+                     x(k, ((k0 + j) * c.hk + hk) * c.d + e, descales[1]);
+            }
+            sc[j] = dot * scale;
+            mx = std::max(mx, sc[j]);
+          }
+          double l = 0;
+          for (int64_t j = 0; j < m; ++j) l += sc[j] == -INFINITY ? 0 : std::exp(sc[j] - mx);
+          const int64_t row = (q0 + i) * c.hq + h;
+          for (int64_t e = 0; e < c.d; ++e) {
+            double acc = 0;
+            for (int64_t j = 0; j < m; ++j) {
+              if (sc[j] == -INFINITY) continue;
+              acc += std::exp(sc[j] - mx) * x(v, ((k0 + j) * c.hk + hk) * c.d + e, descales[2]);
+            }
+            ref_out[row * c.d + e] = l > 0 ? acc / l : 0.0;
+          }
+          const int64_t li = c.varlen ? h * tq + q0 + i : (s * c.hq + h) * sq + i;
+          ref_lse[li] = l > 0 ? mx + std::log(l) : INFINITY;
+        }
+      }
+    }
+  }
+
+  ops::FlashAttnFwdParams params() {
+    ops::FlashAttnFwdParams p;
+    auto t = [](Buf& buf, DType dt, std::initializer_list<int64_t> dims) {
+      return ops::Tensor::over(buf.data(), dt, dims);
+    };
+    if (c.varlen) {
+      p.q = t(q, fmt, {tq, c.hq, c.d});
+      p.k = t(k, fmt, {tk, c.hk, c.d});
+      p.v = t(v, fmt, {tk, c.hk, c.d});
+      p.out = t(out, DType::kBF16, {tq, c.hq, c.d});
+      p.lse = t(lse, DType::kF32, {c.hq, tq});
+      p.cu_seqlens_q = t(cuq, DType::kI32, {nseq + 1});
+      p.cu_seqlens_k = t(cuk, DType::kI32, {nseq + 1});
+    } else {
+      p.q = t(q, fmt, {nseq, sq, c.hq, c.d});
+      p.k = t(k, fmt, {nseq, sk, c.hk, c.d});
+      p.v = t(v, fmt, {nseq, sk, c.hk, c.d});
+      p.out = t(out, DType::kBF16, {nseq, sq, c.hq, c.d});
+      p.lse = t(lse, DType::kF32, {nseq, c.hq, sq});
+    }
+    p.q_descale = t(qd, DType::kF32, {1});
+    p.k_descale = t(kd, DType::kF32, {1});
+    p.v_descale = t(vd, DType::kF32, {1});
+    p.opt.softmax_scale = scale;
+    p.opt.causal = c.causal;
+    p.opt.max_seqlen_q = c.varlen ? sq : 0;
+    p.opt.max_seqlen_k = c.varlen ? sk : 0;
+    return p;
+  }
+
+  // Mismatches of out and lse after running the (mutated) plan.
+  int64_t run(const Mutation& mutate = {}, bool verbose = true) {
+    ja::Target t{ja::BackendKind::kHip, c.arch, c.arch == Arch::kGfx942 ? 304 : 256, 0};
+    t.pci_chip_id = c.chip;
+    const ops::FlashAttnFwdParams p = params();
+    kn::Plan plan;
+    const auto st = ops::decide_and_plan<ops::FlashAttnFwdAsmTier>(p, t, plan);
+    EXPECT_TRUE(st.ok()) << c.name << ": " << st.text();
+    if (!st.ok()) return 1;
+    if (mutate) mutate(plan);
+    std::memset(out.data(), 0xFF, out.n);
+    std::memset(lse.data(), 0xFF, lse.n);
+    if (!execute(plan)) return 1;
+    double worst = 0;
+    int64_t bad = compare("out", out.data(), false, DType::kBF16, ref_out, tol_for(DType::kBF16),
+                          &worst, verbose);
+    bad += compare("lse", lse.data(), true, DType::kBF16, ref_lse, {1e-5, 1e-6}, &worst, verbose);
+    EXPECT_TRUE(out.guards_intact() && lse.guards_intact()) << c.name;
+    if (bad == 0) g_worst = std::max(g_worst, worst);
+    if (verbose) {
+      std::printf("%-34s fp8 fwd worst %.3f  %s\n", c.name.c_str(), worst,
+                  std::string(plan.steps[0].launch.kernel->symbol).c_str());
+    }
+    return bad;
+  }
+};
+
+TEST(AiterFmhaTwins, Fp8Plans) {
+  const Fp8Case cases[] = {
+      {"fp8 gfx942 batch causal gqa4", k942, kMi300x, {{200, 300}}, false, true, 4, 1, 128},
+      {"fp8 gfx942 mi308 varlen",
+       k942,
+       kMi308x,
+       {{150, 90}, {3, 260}, {300, 300}},
+       true,
+       false,
+       2,
+       2,
+       128},
+      {"fp8 gfx950 batch hd256 causal", k950, 0, {{160, 160}}, false, true, 2, 2, 256},
+      {"fp8 gfx950 varlen causal gqa2", k950, 0, {{70, 100}, {260, 200}}, true, true, 4, 2, 128},
+  };
+  for (const Fp8Case& c : cases) {
+    Fp8Problem p(c);
+    EXPECT_EQ(p.run(), 0) << c.name;
+    ++g_problems;
+  }
+  // Wrong packing fails: 2-byte q strides (bf16's), a null v descale, s_Ts of the wrong tile.
+  Fp8Problem p({"fp8 gfx942 small varlen", k942, kMi300x, {{40, 50}}, true, true, 4, 1, 128});
+  const auto set_u32 = [](kn::Plan& plan, uint32_t at, uint32_t v) {
+    std::memcpy(plan.steps[0].launch.args.bytes.data() + at, &v, 4);
+  };
+  EXPECT_GT(p.run([&](kn::Plan& plan) { set_u32(plan, 112, 4 * 128 * 2); }, false), 0);
+  EXPECT_GT(p.run(
+                [&](kn::Plan& plan) {
+                  const uint64_t null = 0;
+                  std::memcpy(plan.steps[0].launch.args.bytes.data() + 544, &null, 8);
+                },
+                false),
+            0);
+  EXPECT_GT(p.run([&](kn::Plan& plan) { set_u32(plan, 128, 128 * 4 * 128); }, false), 0);
+}
+
 TEST(AiterFmhaTwins, Summary) {
   std::printf("problems run: %d, elements checked: %lld, worst error ratio: %.3f\n", g_problems,
               static_cast<long long>(g_checked), g_worst);

@@ -367,7 +367,10 @@ const CsvRow kCsv[] = {
 // clang-format on
 
 Arch arch_of(std::string_view a) { return a == "gfx942" ? Arch::kGfx942 : Arch::kGfx950; }
-std::string_view dtype_name(DType t) { return t == DType::kBF16 ? "bf16" : "fp16"; }
+bool is_fp8(DType t) { return t == DType::kF8E4M3FN || t == DType::kF8E4M3FNUZ; }
+std::string_view dtype_name(DType t) {
+  return is_fp8(t) ? "fp8bf16" : t == DType::kBF16 ? "bf16" : "fp16";
+}
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- a problem and its operands -----------------------------------------------------------------
@@ -398,7 +401,8 @@ struct Case {
 constexpr uintptr_t kQ = 0x10000000, kK = 0x20000000, kV = 0x30000000, kOut = 0x40000000,
                     kLse = 0x50000000, kDout = 0x60000000, kDq = 0x70000000, kDk = 0x80000000,
                     kDv = 0x90000000, kWs = 0xa0000000, kCuQ = 0xb0000000, kCuK = 0xb1000000,
-                    kBias = 0xc0000000, kAlibi = 0xc1000000, kRng = 0xc2000000, kDbias = 0xc3000000;
+                    kBias = 0xc0000000, kAlibi = 0xc1000000, kRng = 0xc2000000, kDbias = 0xc3000000,
+                    kQd = 0xd0000000, kKd = 0xd1000000, kVd = 0xd2000000;
 
 ops::Tensor tensor(uintptr_t at, DType t, std::initializer_list<int64_t> dims) {
   return ops::Tensor::over(reinterpret_cast<void*>(at), t, dims);
@@ -422,17 +426,18 @@ Params params(const Case& c) {
   o.max_seqlen_k = c.varlen ? c.sk : 0;
   o.bf16_cvt = c.cvt;
   ops::Tensor q, k, v, out, lse;
+  const DType ot = is_fp8(t) ? DType::kBF16 : t;  // fp8 q, k, v: bf16 out
   if (c.varlen) {
     q = tensor(kQ, t, {c.tq(), c.hq, c.d});
     k = tensor(kK, t, {c.tk(), c.hk, c.d});
     v = tensor(kV, t, {c.tk(), c.hk, c.dv});
-    out = tensor(kOut, t, {c.tq(), c.hq, c.dv});
+    out = tensor(kOut, ot, {c.tq(), c.hq, c.dv});
     lse = tensor(kLse, DType::kF32, {c.hq, c.tq()});
   } else {
     q = tensor(kQ, t, {c.b, c.sq, c.hq, c.d});
     k = tensor(kK, t, {c.b, c.sk, c.hk, c.d});
     v = tensor(kV, t, {c.b, c.sk, c.hk, c.dv});
-    out = tensor(kOut, t, {c.b, c.sq, c.hq, c.dv});
+    out = tensor(kOut, ot, {c.b, c.sq, c.hq, c.dv});
     lse = tensor(kLse, DType::kF32, {c.b, c.hq, c.sq});
   }
   std::optional<ops::Tensor> bias, alibi, cu_q, cu_k, rng;
@@ -443,7 +448,13 @@ Params params(const Case& c) {
     cu_q = tensor(kCuQ, DType::kI32, {c.b + 1});
     cu_k = tensor(kCuK, DType::kI32, {c.b + 1});
   }
-  p.fwd = {q, k, v, bias, alibi, cu_q, cu_k, rng, std::nullopt, out, lse, o, {}};
+  std::optional<ops::Tensor> qd, kd, vd;
+  if (is_fp8(t)) {
+    qd = tensor(kQd, DType::kF32, {1});
+    kd = tensor(kKd, DType::kF32, {1});
+    vd = tensor(kVd, DType::kF32, {1});
+  }
+  p.fwd = {q, k, v, bias, alibi, cu_q, cu_k, rng, std::nullopt, qd, kd, vd, out, lse, o, {}};
   ops::FlashAttnBwdParams& g = p.bwd;
   g.dout = out;
   g.dout.data = reinterpret_cast<void*>(kDout);
@@ -505,18 +516,31 @@ struct FwdRef {
 // Section 4.7 and 5.1/5.2: AITER's C++ gate (dims, dtype, no bias/dropout, arch), its mask
 // mapping, its Python gate (no ALiBi, no window, batch mode only above 128 query rows), the lookup,
 // the MI300/MI308 folder, tune_opt and the grid.
+// fp8 (AITER's is_fmha_v3_fp8 and can_impl_fmha_v3_fwd, mha_fwd.cu's fp8bf16 rows): the arch's
+// e4m3 (fnuz on gfx942), (128, 128) or on gfx950 (256, 256), a power-of-two group.
 FwdRef fwd_reference(const Case& c) {
   FwdRef f;
-  if (!is_aiter(c.arch) || c.dtype != DType::kBF16 || c.bias || c.alibi || c.dropout) return f;
-  if (!((c.d == 128 && c.dv == 128) || (c.d == 192 && c.dv == 128))) return f;
+  const bool fp8 = is_fp8(c.dtype);
+  if (!is_aiter(c.arch) || c.bias || c.alibi || c.dropout) return f;
+  if (fp8) {
+    const DType native = c.arch == Arch::kGfx942 ? DType::kF8E4M3FNUZ : DType::kF8E4M3FN;
+    const int64_t g = c.hq / c.hk;
+    if (c.dtype != native || (g & (g - 1)) != 0) return f;
+    if (!((c.d == 128 && c.dv == 128) || (c.d == 256 && c.dv == 256 && c.arch == Arch::kGfx950))) {
+      return f;
+    }
+  } else {
+    if (c.dtype != DType::kBF16) return f;
+    if (!((c.d == 128 && c.dv == 128) || (c.d == 192 && c.dv == 128))) return f;
+  }
   const Mask m = mask_of(c);
   if (m.kind == 2) return f;
   if (!c.varlen && c.sq <= 128) return f;
   f.mask = m.kind == 1 ? 2 : 0;
   const std::string_view arch = c.arch == Arch::kGfx942 ? "gfx942" : "gfx950";
   for (const CsvRow& r : kCsv) {
-    if (r.arch == arch && r.kind == "fwd" && r.dtype == "bf16" && r.hq == c.d && r.hv == c.dv &&
-        r.mask == f.mask && r.mode == (c.varlen ? 1 : 0) &&
+    if (r.arch == arch && r.kind == "fwd" && r.dtype == (fp8 ? "fp8bf16" : "bf16") && r.hq == c.d &&
+        r.hv == c.dv && r.mask == f.mask && r.mode == (c.varlen ? 1 : 0) &&
         (c.arch == Arch::kGfx950 || r.cvt == c.cvt)) {
       f.row = &r;
       break;
@@ -754,7 +778,7 @@ K::Plan plan_bwd(const Case& c) {
 }
 
 std::string describe(const Case& c) {
-  std::string s = std::string(ja::name(c.arch)) + (c.dtype == DType::kBF16 ? " bf16" : " f16") +
+  std::string s = std::string(ja::name(c.arch)) + " " + std::string(ja::name(c.dtype)) +
                   (c.varlen ? " varlen" : " batch") + " b" + std::to_string(c.b) + " sq" +
                   std::to_string(c.sq) + " sk" + std::to_string(c.sk) + " hq" +
                   std::to_string(c.hq) + " hk" + std::to_string(c.hk) + " d" + std::to_string(c.d) +
@@ -902,6 +926,14 @@ void check_case(const Case& c, Counts& n, bool bwd_too) {
       EXPECT_EQ(u32_at(l, 464), uint32_t((c.varlen ? c.tq() : c.sq) * 4)) << describe(c);
       EXPECT_EQ(u32_at(l, 176), uint32_t(c.hq / c.hk));
       EXPECT_EQ(ptr_at(l, 432), c.varlen ? kCuQ : 0u);
+      // q's row stride in bytes (1-byte fp8), out's (2-byte bf16), the descales (fp8 only).
+      const uint32_t in = is_fp8(c.dtype) ? 1 : 2;
+      EXPECT_EQ(u32_at(l, 112), uint32_t(c.hq * c.d * in)) << describe(c);
+      EXPECT_EQ(u32_at(l, 384), uint32_t(c.hq * c.dv * 2)) << describe(c);
+      EXPECT_EQ(ptr_at(l, 512), is_fp8(c.dtype) ? kQd : 0u);
+      EXPECT_EQ(ptr_at(l, 528), is_fp8(c.dtype) ? kKd : 0u);
+      EXPECT_EQ(ptr_at(l, 544), is_fp8(c.dtype) ? kVd : 0u);
+      for (uint32_t at = 560; at <= 640; at += 16) EXPECT_EQ(u32_at(l, at), 0u);
       EXPECT_EQ(l.args.size, 656u);
       EXPECT_TRUE(pads_zero(l)) << describe(c);
     }
@@ -1029,6 +1061,45 @@ TEST_P(AttentionGrid, MatchesTheIndependentRules) {
       }
     }
   }
+  // fp8 (forward only): both e4m3 formats on each arch, MI300 and MI308 parts.
+  const int fp8_taken_before = n.fwd_taken;
+  for (DType dt : {DType::kF8E4M3FN, DType::kF8E4M3FNUZ}) {
+    for (bool varlen : {false, true}) {
+      for (const Seq& s : seqs) {
+        for (const auto& [hq, hk] : heads) {
+          for (const auto& [d, dv] : dims) {
+            for (const MaskOpt& m : masks) {
+              for (int cvt : {0, 1, 2}) {
+                for (uint32_t chip : {0u, 0x74a2u}) {
+                  Case c;
+                  c.arch = arch;
+                  c.chip = chip;
+                  c.dtype = dt;
+                  c.varlen = varlen;
+                  c.b = 2;
+                  c.sq = s.sq;
+                  c.sk = s.sk;
+                  c.hq = hq;
+                  c.hk = hk;
+                  c.d = d;
+                  c.dv = dv;
+                  c.causal = m.causal;
+                  c.wl = m.wl;
+                  c.wr = m.wr;
+                  c.cvt = cvt;
+                  check_case(c, n, false);
+                  if (::testing::Test::HasFatalFailure()) return;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  const int fp8_taken = n.fwd_taken - fp8_taken_before;
+  std::printf("%s: fp8 forward %d taken\n", std::string(ja::name(arch)).c_str(), fp8_taken);
+  EXPECT_GT(fp8_taken, arch == Arch::kGfx950 ? 400 : 200);
   std::printf(
       "%s: forward %d problems checked, %d taken; backward %d checked, %d taken (%d with a "
       "post-pass, %d GQA, %d sliding window, %d a16, %d on a superset row)\n",
@@ -1138,7 +1209,7 @@ TEST(Tables, AreTheReachableCsvRowsInOrder) {
     if (c.kind == "fwd") {
       in = c.arch == "gfx942" ? ours.count(a + "/fwd1/" + co) && ours.count(a + "/fwd2/" + co)
                               : ours.count(a + "/fwd0/" + co);
-      EXPECT_EQ(in, c.dtype == "bf16") << co << ": only fp8 rows are left out";
+      EXPECT_TRUE(in) << co << ": every forward row is ours";
     } else {
       in = ours.count(a + "/" + std::string(c.kind) + "/" + co) > 0;
       bool reachable = true;
@@ -1156,7 +1227,7 @@ TEST(Tables, AreTheReachableCsvRowsInOrder) {
     }
     left_out += !in;
   }
-  EXPECT_EQ(left_out, 4 + 8 + 32 + 8 + 68 + 6 + 1);
+  EXPECT_EQ(left_out, 32 + 8 + 68 + 6 + 1);
 }
 
 // ---- plans, field by field ----------------------------------------------------------------------
@@ -1204,6 +1275,64 @@ TEST(ForwardPlan, Gfx942BatchCausalGqa) {
     EXPECT_EQ(notes[4].value, mi308 ? 2 : 1);  // part
     EXPECT_EQ(notes[5].value, 1);              // bf16_cvt
   }
+}
+
+// fp8: gfx942 MI308 batch causal (the one rtna build), gfx950 hd256 varlen; 1-byte q, k, v
+// strides, 2-byte out strides, the descale pointers with strides 0.
+TEST(ForwardPlan, Fp8Gfx942BatchAndGfx950Hd256Varlen) {
+  Case c;
+  c.dtype = DType::kF8E4M3FNUZ;
+  c.chip = 0x74a8;
+  c.b = 2;
+  c.sq = 1024;
+  c.sk = 2048;
+  c.hq = 16;
+  c.hk = 4;
+  c.causal = true;
+  {
+    const K::Plan plan = plan_fwd(c);
+    ASSERT_EQ(plan.count, 1u);
+    const K::Launch& l = plan.steps[0].launch;
+    EXPECT_EQ(l.kernel->symbol, "_ZN5aiter25fmha_fwd_hd128_fp8_causalE");
+    EXPECT_EQ(l.kernel->code_object, "fmha_v3_fwd/MI308/fwd_hd128_fp8_causal.co");
+    EXPECT_EQ(l.kernel->fields.size(), 41u);
+    EXPECT_EQ(l.kernel->fields[32].name, "ptr_descale_q");
+    EXPECT_EQ(l.grid, (K::Dim3{2, 16, 2}));
+    EXPECT_EQ(l.block, (K::Dim3{512, 1, 1}));
+    const uint32_t want[][2] = {
+        {96, 1024},  {112, 2048}, {128, 524288},  {144, 128}, {160, 2097152}, {176, 4},
+        {192, 512},  {208, 128},  {224, 1048576}, {240, 5},   {256, 1},       {272, 2048},
+        {288, 128},  {304, 128},  {320, 16},      {336, 512}, {352, 128},     {368, 1048576},
+        {384, 4096}, {400, 256},  {416, 4194304}, {464, 4096}};
+    for (const auto& [at, v] : want) EXPECT_EQ(u32_at(l, at), v) << "offset " << at;
+    EXPECT_EQ(ptr_at(l, 512), kQd);
+    EXPECT_EQ(ptr_at(l, 528), kKd);
+    EXPECT_EQ(ptr_at(l, 544), kVd);
+    EXPECT_TRUE(pads_zero(l));
+  }
+  c.arch = Arch::kGfx950;
+  c.chip = 0;
+  c.dtype = DType::kF8E4M3FN;
+  c.varlen = true;
+  c.b = 3;
+  c.sq = c.sk = 700;  // maxima; totals 3 * 700
+  c.d = c.dv = 256;
+  c.hq = 8;
+  c.hk = 8;
+  const K::Plan plan = plan_fwd(c);
+  ASSERT_EQ(plan.count, 1u);
+  const K::Launch& l = plan.steps[0].launch;
+  EXPECT_EQ(l.kernel->symbol, "_ZN5aiter38fmha_fwd_hd256_fp8_causal_group_gfx950E");
+  EXPECT_EQ(l.kernel->code_object, "fmha_v3_fwd/fwd_hd256_fp8_causal_group.co");
+  EXPECT_EQ(l.kernel->fields[0].name, "ptr_o");
+  EXPECT_EQ(l.grid, (K::Dim3{8, 3, 5}));  // (hq, sequences, ceil(ceil(2100 / 256) / 2))
+  EXPECT_EQ(l.block, (K::Dim3{512, 1, 1}));
+  EXPECT_EQ(u32_at(l, 96), 2100u);
+  EXPECT_EQ(u32_at(l, 112), 8u * 256);      // q row: hq * d bytes
+  EXPECT_EQ(u32_at(l, 160), 0u);            // group mode: no batch stride
+  EXPECT_EQ(u32_at(l, 384), 8u * 256 * 2);  // out row: bf16
+  EXPECT_EQ(ptr_at(l, 432), kCuQ);
+  EXPECT_EQ(ptr_at(l, 512), kQd);
 }
 
 TEST(ForwardPlan, Gfx950VarlenAndGfx942Hd192) {
@@ -1676,7 +1805,26 @@ TEST(Declines, SayWhy) {
   EXPECT_NE(bwd_why(c).find("asm_arch"), std::string::npos);
   c.arch = Arch::kGfx942;
   c.dtype = DType::kF16;
-  EXPECT_EQ(fwd_why(c), "AITER's v3 forward takes bf16 (q is f16)");
+  EXPECT_EQ(fwd_why(c), "AITER's v3 forward takes bf16 or fp8 (q is f16)");
+  // fp8: the arch's format, head dims, a power-of-two group, gfx942's one rounding.
+  c.dtype = DType::kF8E4M3FN;
+  EXPECT_NE(fwd_why(c).find("gfx942 reads f8_e4m3fnuz"), std::string::npos) << fwd_why(c);
+  c.dtype = DType::kF8E4M3FNUZ;
+  EXPECT_EQ(fwd_why(c), "");
+  c.cvt = 0;
+  EXPECT_NE(fwd_why(c).find("bf16_cvt 1) only, got bf16_cvt 0"), std::string::npos) << fwd_why(c);
+  c.cvt = 1;
+  c.d = c.dv = 256;
+  EXPECT_EQ(fwd_why(c),
+            "AITER's v3 fp8 forward takes head dims (128, 128), and (256, 256) on gfx950, got "
+            "(256, 256)");
+  c.arch = Arch::kGfx950;
+  c.dtype = DType::kF8E4M3FN;
+  EXPECT_EQ(fwd_why(c), "");
+  c.hk = 2;
+  c.hq = 6;
+  EXPECT_NE(fwd_why(c).find("power-of-two hq / hk"), std::string::npos) << fwd_why(c);
+  c = Case{};
   c.dtype = DType::kBF16;
   c.sq = 128;
   EXPECT_NE(fwd_why(c).find("got 128"), std::string::npos) << fwd_why(c);
@@ -1798,11 +1946,31 @@ TEST(Metadata, OurFieldsFeedEveryDeclaredArgument) {
                               "ptr_seqstart_q@592:4 ptr_seqstart_k@608:4 "
                               "ptr_seqstart_q_padded@624:4 ptr_seqstart_k_padded@640:4 "
                               "max_seq_len_dq@656:4 mask_x@672:4 mask_y@688:4";
+  // The fp8 rows' (AITER's fwd_hd*_fp8*.co on each arch): 656 bytes, with the descales.
+  const std::string fwd_fp8_942 =
+      std::string(fwd) +
+      " ptr_descale_q@512:8 ptr_descale_k@528:8 ptr_descale_v@544:8 dq_Bs@560:4 dq_Hs@576:4 "
+      "dk_Bs@592:4 dk_Hs@608:4 dv_Bs@624:4 dv_Hs@640:4";
+  const std::string_view fwd_fp8_950 =
+      "ptr_o@0:8 ptr_q@16:8 ptr_k@32:8 ptr_v@48:8 ptr_lse@64:8 scalar@80:4 s_seq_len@96:4 "
+      "s_Seqs@112:4 s_Ts@128:4 s_Hs@144:4 s_Bs@160:4 s_gqa@176:4 s_k_Seqs@192:4 s_k_Hs@208:4 "
+      "s_k_Bs@224:4 s_opt@240:4 s_lse@256:4 s_kv_seq_len@272:4 s_qk_head_dim@288:4 "
+      "s_v_head_dim@304:4 s_q_head_num@320:4 s_v_Seqs@336:4 s_v_Hs@352:4 s_v_Bs@368:4 "
+      "s_o_Seqs@384:4 s_o_Hs@400:4 s_o_Bs@416:4 ptr_qseq@432:8 ptr_kseq@448:8 s_lse_Hs@464:4 "
+      "ptr_qseq_padding@480:8 ptr_kseq_padding@496:8 ptr_q_descale@512:8 ptr_k_descale@528:8 "
+      "ptr_v_descale@544:8 s_descale_q_Bs@560:4 s_descale_q_Hs@576:4 s_descale_k_Bs@592:4 "
+      "s_descale_k_Hs@608:4 s_descale_v_Bs@624:4 s_descale_v_Hs@640:4";
+  int fp8_rows = 0;
   for (const K::AiterFmhaFwdRow& r : K::kAiterFmhaFwdRows) {
-    const auto md = metadata(r.kernel.symbol, 512, fwd);
+    const bool fp8 = r.dtype != DType::kBF16;
+    fp8_rows += fp8;
+    const auto md = !fp8                      ? metadata(r.kernel.symbol, 512, fwd)
+                    : r.arch == Arch::kGfx942 ? metadata(r.kernel.symbol, 656, fwd_fp8_942)
+                                              : metadata(r.kernel.symbol, 656, fwd_fp8_950);
     const ja::Status st = check_kernel_arguments(md, r.kernel);
     EXPECT_TRUE(st.ok()) << r.kernel.code_object << ": " << st.message();
   }
+  EXPECT_EQ(fp8_rows, 16);
   for (const auto& r : K::kAiterFmhaBwdOdoRows) {
     const ja::Status st = check_kernel_arguments(metadata(r.kernel.symbol, 256, odo), r.kernel);
     EXPECT_TRUE(st.ok()) << r.kernel.code_object << ": " << st.message();

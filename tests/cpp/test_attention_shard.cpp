@@ -242,6 +242,7 @@ fake::CallResult run(const Config& c, Inputs& in, std::optional<Array> shard_ope
   fake::add_absent(f);  // cu_seqlens_k
   add_optional(f, key);
   add_optional(f, shard_operand);
+  for (int i = 0; i < 3; ++i) fake::add_absent(f);  // q_descale, k_descale, v_descale
   fake::add_ret(f, o.out);
   fake::add_ret(f, o.lse);
   attributes(f, c, tier);

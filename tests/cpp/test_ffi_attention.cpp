@@ -153,8 +153,9 @@ struct VarlenCall {
     fake::add_absent(f);  // alibi_slopes
     fake::add_arg(f, cu_q);
     fake::add_arg(f, cu_k);
-    fake::add_absent(f);  // rng_key
-    fake::add_absent(f);  // shard
+    fake::add_absent(f);                              // rng_key
+    fake::add_absent(f);                              // shard
+    for (int i = 0; i < 3; ++i) fake::add_absent(f);  // q_descale, k_descale, v_descale
     fake::add_ret(f, out);
     fake::add_ret(f, lse);
     attrs(f, t);

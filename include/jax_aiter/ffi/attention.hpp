@@ -1,6 +1,6 @@
 // How flash attention meets XLA (absent optional inputs arrive as u8[0]):
 //   aiter.flash_attn_fwd  (q, k, v, bias?, alibi_slopes?, cu_seqlens_q?, cu_seqlens_k?, rng_key?,
-//                          shard?) -> (out, lse)
+//                          shard?, q_descale?, k_descale?, v_descale?) -> (out, lse)
 //   aiter.flash_attn_bwd  (dout, q, k, v, out, lse, bias?, alibi_slopes?, cu_seqlens_q?,
 //                          cu_seqlens_k?, rng_key?, shard?) -> (dq, dk, dv, dbias, workspace)
 //   aiter.attn_dropout_mask (rng_key, shard?) -> keep
@@ -23,6 +23,10 @@
 // sequence dim: r0 and sq_total must be 0 (b0 counts sequences); nothing checks this. AITER's ASM
 // tier takes no shard (our portable kernels serve such calls). For attn_dropout_mask, keep is the
 // whole call's mask at (b0 + b, h0 + h, r0 + i, j) (sq_total unused).
+//
+// q_descale, k_descale, v_descale: float32 [1] each, given exactly when q, k, v are fp8 (e4m3fn or
+// e4m3fnuz, one format): the forward then attends over the dequantised inputs (descale * x) and
+// out is bf16 (ops/attention_params.hpp). The backward takes no fp8.
 #pragma once
 
 #include <array>
@@ -60,6 +64,9 @@ struct FfiSpec<ops::FlashAttnFwd> {
                                        optional_input("cu_seqlens_k", &P::cu_seqlens_k),
                                        optional_input("rng_key", &P::rng_key),
                                        optional_input("shard", &P::shard),
+                                       optional_input("q_descale", &P::q_descale),
+                                       optional_input("k_descale", &P::k_descale),
+                                       optional_input("v_descale", &P::v_descale),
                                        output("out", &P::out),
                                        output("lse", &P::lse)};
   static constexpr auto attributes = attention_spec::options<P>();

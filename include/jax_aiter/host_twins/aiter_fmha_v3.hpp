@@ -9,6 +9,10 @@
 //
 // AITER's contract as the twins honour it (facts restated from github.com/ROCm/aiter at
 // e4048607a535: csrc/cpp_itfs/mha_{fwd,bwd}.cu, csrc/include/mha_{fwd,bwd}.h, aiter/ops/mha.py):
+//  - fp8 forward rows ("fp8bf16"): q, k, v of the row's e4m3 format (1-byte elements), out bf16,
+//    and float32 descales read at ptr + b * s_descale_*_Bs + (h / gqa) * s_descale_*_Hs bytes
+//    (AITER's [1] or [b, hk] descale tensors): scores scale * qd * kd q k^T, out vd * softmax v.
+//    A null descale pointer makes the block unaddressable.
 //  - Strides are in bytes (16-bit elements; float32 lse / delta / a32 accumulator). A stride that
 //    is not a whole number of elements, or a null operand, makes a block unaddressable: it writes
 //    nothing. Any other breach of the row's contract below makes the block write NaN over its own
@@ -93,11 +97,12 @@ inline bool elems(uint32_t bytes, int64_t size, int64_t& out) {
   return bytes % size == 0;
 }
 
-// An operand [batch, seq, head, dim] from its byte strides.
-inline bool operand(const void* p, uint32_t bs, uint32_t ss, uint32_t hs, am::Operand& o) {
+// An operand [batch, seq, head, dim] from its byte strides (elements of `size` bytes).
+inline bool operand(const void* p, uint32_t bs, uint32_t ss, uint32_t hs, am::Operand& o,
+                    int64_t size = 2) {
   o.data = p;
-  return p != nullptr && elems(bs, 2, o.batch_stride) && elems(ss, 2, o.seq_stride) &&
-         elems(hs, 2, o.head_stride);
+  return p != nullptr && elems(bs, size, o.batch_stride) && elems(ss, size, o.seq_stride) &&
+         elems(hs, size, o.head_stride);
 }
 inline bool output(void* p, uint32_t bs, uint32_t ss, uint32_t hs, am::Output& o) {
   am::Operand in;
@@ -186,14 +191,18 @@ inline void fwd(const K::AiterFmhaFwdRow& row, const K::KernelArgs& packed, K::D
   const int64_t batch = group ? grid.y : grid.z;
   am::View v;
   v.dtype = row.dtype;
+  const bool fp8 = row.dtype != DType::kBF16;  // fp8bf16 rows
+  const int64_t in = fp8 ? 1 : 2;
   am::Output out;
   am::RowsOut lse;
   bool addressable =
-      operand(a.ptr_q.value, a.s_Bs.value, a.s_Seqs.value, a.s_Hs.value, v.q) &&
-      operand(a.ptr_k.value, a.s_k_Bs.value, a.s_k_Seqs.value, a.s_k_Hs.value, v.k) &&
-      operand(a.ptr_v.value, a.s_v_Bs.value, a.s_v_Seqs.value, a.s_v_Hs.value, v.v) &&
+      operand(a.ptr_q.value, a.s_Bs.value, a.s_Seqs.value, a.s_Hs.value, v.q, in) &&
+      operand(a.ptr_k.value, a.s_k_Bs.value, a.s_k_Seqs.value, a.s_k_Hs.value, v.k, in) &&
+      operand(a.ptr_v.value, a.s_v_Bs.value, a.s_v_Seqs.value, a.s_v_Hs.value, v.v, in) &&
       output(a.ptr_o.value, a.s_o_Bs.value, a.s_o_Seqs.value, a.s_o_Hs.value, out) &&
-      elems(a.s_lse_Hs.value, 4, lse.head_stride);
+      elems(a.s_lse_Hs.value, 4, lse.head_stride) &&
+      (!fp8 || (a.ptr_q_descale.value != nullptr && a.ptr_k_descale.value != nullptr &&
+                a.ptr_v_descale.value != nullptr));
   if (a.s_lse.value != 0) {
     addressable = addressable && a.ptr_lse.value != nullptr;
     lse.data = static_cast<float*>(a.ptr_lse.value);
@@ -229,20 +238,35 @@ inline void fwd(const K::AiterFmhaFwdRow& row, const K::KernelArgs& packed, K::D
   const int64_t ts = row.ts_qo;
   const int64_t heads = group ? grid.x : gfx942_hd192 ? grid.x : grid.y;
   const int64_t tiles = group ? grid.z : gfx942_hd192 ? grid.y : grid.x;
+  // The descale of (sequence b, key head hk) at ptr + b * Bs + hk * Hs bytes.
+  const auto descale = [&](const float* p, uint32_t bs, uint32_t hs, int64_t b, int64_t hk) {
+    return *reinterpret_cast<const float*>(reinterpret_cast<const unsigned char*>(p) + b * bs +
+                                           hk * hs);
+  };
   for (int64_t b = 0; b < batch; ++b) {
     const am::Sequence s = am::sequence(v, b);
     const int64_t n = (s.sq + ts - 1) / ts;
     for (int64_t h = 0; h < std::min(heads, hq); ++h) {
+      am::View vh = v;
+      if (fp8 && ok) {
+        const int64_t hk = h / gqa;
+        vh.scale =
+            v.scale *
+            descale(a.ptr_q_descale.value, a.s_descale_q_Bs.value, a.s_descale_q_Hs.value, b, hk) *
+            descale(a.ptr_k_descale.value, a.s_descale_k_Bs.value, a.s_descale_k_Hs.value, b, hk);
+        vh.out_scale =
+            descale(a.ptr_v_descale.value, a.s_descale_v_Bs.value, a.s_descale_v_Hs.value, b, hk);
+      }
       for (int64_t x = 0; x < tiles; ++x) {
         const Tiles t = block_tiles(x, n, paired);
         for (int k = 0; k < t.n; ++k) {
           const am::Range rows = tile_rows(t.t[k], ts, s.sq);
           if (!ok) {
-            nan_rows(out, v.dtype, b, h, s.q_start, rows, v.head_dim_v);
+            nan_rows(out, v.out_dtype(), b, h, s.q_start, rows, v.head_dim_v);
             nan_stats(lse, b, h, s.q_start, rows);
             continue;
           }
-          am::forward_rows(v, out, lse, b, h, rows.lo, rows.hi, rounding);
+          am::forward_rows(vh, out, lse, b, h, rows.lo, rows.hi, rounding);
         }
       }
     }

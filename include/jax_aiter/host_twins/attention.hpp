@@ -10,7 +10,9 @@
 // than its maximum is computed whole, and a grid short of G leaves its missing blocks' tiles
 // unwritten.
 //   fwd   (x, h, b): out and lse of query rows [t kRowsQ, +kRowsQ) of head h, sequence b, for
-//         each tile t of block x.
+//         each tile t of block x. The fp8 forward reads q, k, v of in_dtype (e4m3fn or e4m3fnuz,
+//         decoded exactly) and their float32 descales, and writes bf16 out; another in_dtype or a
+//         null descale writes NaN over its rows.
 //   pre   (x, h, b): delta of query rows [t kPreRows, +kPreRows).
 //   dkdv  (x, hk, b): dk and dv of key rows [t kRowsK, +kRowsK) of key head hk, summed over the
 //         query heads of its group.
@@ -126,30 +128,52 @@ inline void poison_rows(const am::Output& o, DType t, int64_t b, int64_t h, int6
 
 }  // namespace attention_twin_detail
 
-template <DType T, int D>
-void attn_fwd(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Dim3 /*block*/) {
-  namespace d = attention_twin_detail;
-  const auto a = packed.unpack<kernels::AttnFwdArgs>();
-  const attn_math::View v = d::view_of(a, T);
-  const attn_math::Output out{a.out, a.o_batch_stride, a.o_seq_stride, a.o_head_stride};
-  const attn_math::RowsOut lse{a.lse, a.lse_batch_stride, a.lse_head_stride};
-  constexpr int64_t kRows = d::A::kRowsQ[d::bucket_of(D)];
-  const bool fits = a.head_dim <= D && a.head_dim_v <= D;
-  d::for_blocks(grid, a.heads_q, a.batch, [&](int64_t x, int64_t h, int64_t b) {
-    const attn_math::Sequence s = attn_math::sequence(v, b);
-    d::for_tiles(x, a.seqlen_q, kRows, s.sq, [&](int64_t i0) {
+namespace attention_twin_detail {
+// The forward's blocks over view v (fits: the head dims and inputs are the kernel's; else NaN).
+template <int D>
+void fwd_blocks(const kernels::AttnFwdArgs& a, const am::View& v, bool fits, kernels::Dim3 grid) {
+  const am::Output out{a.out, a.o_batch_stride, a.o_seq_stride, a.o_head_stride};
+  const am::RowsOut lse{a.lse, a.lse_batch_stride, a.lse_head_stride};
+  constexpr int64_t kRows = A::kRowsQ[bucket_of(D)];
+  for_blocks(grid, a.heads_q, a.batch, [&](int64_t x, int64_t h, int64_t b) {
+    const am::Sequence s = am::sequence(v, b);
+    for_tiles(x, a.seqlen_q, kRows, s.sq, [&](int64_t i0) {
       if (fits) {
-        attn_math::forward_rows(v, out, lse, b, h, i0, i0 + kRows);
+        am::forward_rows(v, out, lse, b, h, i0, i0 + kRows);
         return;
       }
       const int64_t i1 = std::min(i0 + kRows, s.sq);
-      d::poison_rows(out, T, b, h, s.q_start, i0, i1, a.head_dim_v);
+      poison_rows(out, v.out_dtype(), b, h, s.q_start, i0, i1, a.head_dim_v);
       for (int64_t i = i0; lse.data && i < i1; ++i) {
         lse.data[b * lse.batch_stride + h * lse.head_stride + s.q_start + i] =
             std::numeric_limits<float>::quiet_NaN();
       }
     });
   });
+}
+}  // namespace attention_twin_detail
+
+template <DType T, int D>
+void attn_fwd(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Dim3 /*block*/) {
+  namespace d = attention_twin_detail;
+  const auto a = packed.unpack<kernels::AttnFwdArgs>();
+  d::fwd_blocks<D>(a, d::view_of(a, T), a.head_dim <= D && a.head_dim_v <= D, grid);
+}
+
+// jax_aiter_attn_fwd_fp8_d<D>: q, k, v of in_dtype, descales folded as the kernel folds them.
+template <int D>
+void attn_fwd_fp8(const kernels::KernelArgs& packed, kernels::Dim3 grid, kernels::Dim3 /*block*/) {
+  namespace d = attention_twin_detail;
+  const auto a = packed.unpack<kernels::AttnFwdArgs>();
+  const bool fnuz = a.in_dtype == d::A::kAttnE4M3FNUZ;
+  const bool ok = (fnuz || a.in_dtype == d::A::kAttnE4M3FN) && a.q_descale != nullptr &&
+                  a.k_descale != nullptr && a.v_descale != nullptr;
+  attn_math::View v = d::view_of(a, fnuz ? DType::kF8E4M3FNUZ : DType::kF8E4M3FN);
+  if (ok) {
+    v.scale = a.scale * *a.q_descale * *a.k_descale;
+    v.out_scale = *a.v_descale;
+  }
+  d::fwd_blocks<D>(a, v, ok && a.head_dim <= D && a.head_dim_v <= D, grid);
 }
 
 template <DType T>
@@ -305,6 +329,13 @@ bool register_twins(std::index_sequence<I...>) {
                             f16 ? &attn_gqa_reduce<DType::kF16> : &attn_gqa_reduce<DType::kBF16>);
   }
   runtime::HostTwins::add(kernels::kAttnDropoutMaskKernel.symbol, &attn_dropout_mask);
+  static_assert(kernels::kAttnFp8Kernels.size() == 3);
+  runtime::HostTwins::add(kernels::kAttnFp8Kernels[0].fwd.symbol,
+                          &attn_fwd_fp8<kernels::kAttnFp8Kernels[0].head_dim>);
+  runtime::HostTwins::add(kernels::kAttnFp8Kernels[1].fwd.symbol,
+                          &attn_fwd_fp8<kernels::kAttnFp8Kernels[1].head_dim>);
+  runtime::HostTwins::add(kernels::kAttnFp8Kernels[2].fwd.symbol,
+                          &attn_fwd_fp8<kernels::kAttnFp8Kernels[2].head_dim>);
   return true;
 }
 

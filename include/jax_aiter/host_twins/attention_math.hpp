@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "jax_aiter/core/dtype.hpp"
+#include "jax_aiter/host_twins/e4m3_values.hpp"
 #include "jax_aiter/kernels/shared/attention.h"
 
 namespace jax_aiter::host_twins::attn_math {
@@ -71,11 +72,14 @@ inline uint16_t round_bf16(float x, Rounding r) {
 
 inline uint16_t round_f16(float x) { return std::bit_cast<uint16_t>(static_cast<_Float16>(x)); }
 
-// Element i of a bf16, f16 or f32 array.
+// Element i of a bf16, f16, e4m3 (exact) or f32 array.
 inline float load(const void* base, int64_t i, DType t) {
   switch (t) {
     case DType::kBF16: return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
     case DType::kF16: return f16_bits_to_float(static_cast<const uint16_t*>(base)[i]);
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+      return e4m3_values(t == DType::kF8E4M3FNUZ)[static_cast<const uint8_t*>(base)[i]];
     default: return static_cast<const float*>(base)[i];
   }
 }
@@ -125,7 +129,10 @@ struct Accum {
 };
 
 struct View {
-  DType dtype = DType::kBF16;  // q, k, v (and out, dout where read): bf16, f16 or f32
+  // q, k, v (and out, dout where read): bf16, f16 or f32; or e4m3 q, k, v (forward only) with out
+  // bf16, scale holding their descales' product and out_scale v's descale.
+  DType dtype = DType::kBF16;
+  float out_scale = 1.f;
   Operand q, k, v;
   // Batch mode: seqlen_q/k are the lengths. Varlen mode (cu_seqlens_q/k non-null, batch strides
   // 0): the maxima the grids are sized from (a longer sequence is computed whole; only the bias's
@@ -148,6 +155,9 @@ struct View {
   const int* shard = nullptr;  // int32[4] {b0, h0, r0, sq_total}, or null (unsharded)
 
   int64_t group() const { return heads_k > 0 ? heads_q / heads_k : 1; }
+  DType out_dtype() const {
+    return dtype == DType::kF8E4M3FN || dtype == DType::kF8E4M3FNUZ ? DType::kBF16 : dtype;
+  }
   int64_t key_head(int64_t h) const { return h / std::max<int64_t>(group(), 1); }
   bool dropout() const { return dropout_threshold > 0; }
 };
@@ -279,6 +289,14 @@ inline void load_rows(const void* base, DType t, int64_t first, int64_t stride, 
         return f16_bits_to_float(static_cast<const uint16_t*>(p)[i]);
       });
       break;
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ: {
+      const float* values = e4m3_values(t == DType::kF8E4M3FNUZ).data();
+      load_rows_as(base, first, stride, rows, dim, dst, width, [values](const void* p, int64_t i) {
+        return values[static_cast<const uint8_t*>(p)[i]];
+      });
+      break;
+    }
     default:
       load_rows_as(base, first, stride, rows, dim, dst, width,
                    [](const void* p, int64_t i) { return static_cast<const float*>(p)[i]; });
@@ -427,7 +445,8 @@ struct Head {
 // ---- forward ------------------------------------------------------------------------------------
 
 // out and lse of query rows [i0, i1) of sequence b, head h: out rows (head_dim_v elements) rounded
-// to v.dtype with `rounding` (bf16), lse float32 (skipped when lse.data is null).
+// to v.out_dtype() with `rounding` (bf16) after v.out_scale, lse float32 (skipped when lse.data is
+// null).
 inline void forward_rows(const View& v, const Output& out, const RowsOut& lse, int64_t b, int64_t h,
                          int64_t i0, int64_t i1, Rounding rounding = Rounding::kNearestEven) {
   using namespace detail;
@@ -491,8 +510,9 @@ inline void forward_rows(const View& v, const Output& out, const RowsOut& lse, i
       const int64_t off = out.offset(b, row, h);
       const bool empty = l[r] == 0.0;  // (NaN: not empty, and inv NaN)
       const float inv = empty ? 0.f : static_cast<float>(1.0 / l[r]);
+      const DType ot = v.out_dtype();
       for (int64_t c = 0; c < v.head_dim_v; ++c) {
-        store(out.data, off + c, v.dtype, acc[r * dvp + c] * inv, rounding);
+        store(out.data, off + c, ot, acc[r * dvp + c] * inv * v.out_scale, rounding);
       }
       if (lse.data) {
         lse.data[b * lse.batch_stride + h * lse.head_stride + row] =

@@ -32,7 +32,7 @@ struct AttnDropoutMaskArgs {
 #undef JA_ATTN_MEMBER
 
 // No padding anywhere: the structs are the kernels' parameter lists byte for byte.
-static_assert(sizeof(AttnFwdArgs) == 11 * 8 + 18 * 8 + 16 * 4);
+static_assert(sizeof(AttnFwdArgs) == 14 * 8 + 18 * 8 + 18 * 4);
 static_assert(sizeof(AttnBwdArgs) == 17 * 8 + 33 * 8 + 16 * 4);
 static_assert(sizeof(AttnGqaReduceArgs) == 3 * 8 + 4 * 4);
 static_assert(sizeof(AttnDropoutMaskArgs) == 3 * 8 + 6 * 4);
@@ -93,7 +93,19 @@ inline constexpr AttnDtypeKernels kDtypeKernels[] = {JAX_AITER_ATTN_DTYPES(JA_AT
 // clang-format on
 }  // namespace attention_detail
 
+// The fp8 forward kernels, one per head-dim bucket (kernels/shared/attention.h).
+struct AttnFp8Kernel {
+  int head_dim;
+  KernelInfo fwd;
+};
+namespace attention_detail {
+#define JA_ATTN_FP8_KERNEL(D) AttnFp8Kernel{D, fwd_kernel("jax_aiter_attn_fwd_fp8_d" #D)},
+inline constexpr AttnFp8Kernel kFp8Kernels[] = {JAX_AITER_ATTN_FP8_KERNELS(JA_ATTN_FP8_KERNEL)};
+#undef JA_ATTN_FP8_KERNEL
+}  // namespace attention_detail
+
 inline constexpr std::span<const AttnKernels> kAttnKernels = attention_detail::kKernels;
+inline constexpr std::span<const AttnFp8Kernel> kAttnFp8Kernels = attention_detail::kFp8Kernels;
 inline constexpr std::span<const AttnDtypeKernels> kAttnDtypeKernels =
     attention_detail::kDtypeKernels;
 inline constexpr KernelInfo kAttnDropoutMaskKernel{kAttnCodeObject, "jax_aiter_attn_dropout_mask",
@@ -122,6 +134,22 @@ constexpr const AttnDtypeKernels& attn_dtype_kernels(DType t) {
   return t == DType::kF16 ? kAttnDtypeKernels[1] : kAttnDtypeKernels[0];
 }
 
+// The fp8 forward kernel of head-dim bucket `bucket`.
+constexpr const KernelInfo& attn_fp8_kernel(int bucket) {
+  for (const AttnFp8Kernel& k : kAttnFp8Kernels) {
+    if (k.head_dim == attention::kHeadDims[bucket]) return k.fwd;
+  }
+  return kAttnFp8Kernels[0].fwd;  // unreachable for a valid bucket (static_assert below)
+}
+
+// in_dtype of q's dtype (bf16, f16, e4m3fn, e4m3fnuz).
+constexpr int attn_in_dtype(DType t) {
+  return t == DType::kF8E4M3FN     ? attention::kAttnE4M3FN
+         : t == DType::kF8E4M3FNUZ ? attention::kAttnE4M3FNUZ
+         : t == DType::kF16        ? attention::kAttnF16
+                                   : attention::kAttnBF16;
+}
+
 constexpr int attn_bias_dtype(DType t) {
   return t == DType::kBF16  ? attention::kAttnBF16
          : t == DType::kF16 ? attention::kAttnF16
@@ -132,5 +160,7 @@ static_assert(attn_kernels(DType::kF16, 2).fwd.symbol == "jax_aiter_attn_fwd_f16
 static_assert(attn_kernels(DType::kBF16, 0).dq.symbol == "jax_aiter_attn_bwd_dq_bf16_d64");
 static_assert(attn_dtype_kernels(DType::kF16).bwd_pre.symbol == "jax_aiter_attn_bwd_pre_f16");
 static_assert(attn_head_dim_bucket(59, 64) == 0 && attn_head_dim_bucket(192, 128) == 2);
+static_assert(attn_fp8_kernel(2).symbol == "jax_aiter_attn_fwd_fp8_d256" &&
+              attn_fp8_kernel(0).symbol == "jax_aiter_attn_fwd_fp8_d64");
 
 }  // namespace jax_aiter::kernels

@@ -15,6 +15,17 @@
 // ignores bf16_cvt (its one build rounds to nearest even). gfx942's part is MI308 on the four
 // MI308 PCI chip ids (Target::pci_chip_id), MI300 otherwise.
 //
+// FP8 forward (AITER's "fp8bf16" rows: fp8 q, k, v, per-tensor float32 descales, bf16 out;
+// csrc/cpp_itfs/mha_fwd.cu fmha_fwd_v3 and init_fmha_fwd_v3_args, csrc/py_itfs_cu/asm_mha_fwd.cu,
+// aiter/ops/mha.py is_fmha_v3_fp8 / can_impl_fmha_v3_fwd, hsa/<arch>/fmha_v3_fwd/fmha_fwd.csv, all
+// at e4048607a5): the same gate with these changes: q, k, v in the arch's fp8 format
+// (ops/fp8_format.hpp: e4m3fnuz on gfx942, e4m3fn on gfx950); head dims (128, 128), or (256, 256)
+// on gfx950 (no (192, 128) fp8 rows); hq / hk a power of two (AITER's Python: its fp8 kernels
+// shift by log2 of the group); on gfx942 the one fp8 build rounds away from zero, so only
+// bf16_cvt 1 (AITER's default) finds a row, as in AITER's lookup (others go to our portable
+// kernels here, to CK there). Packing: q, k, v byte strides of 1-byte elements, out's of 2-byte
+// ones; the descale pointers, with per-tensor strides 0 (AITER's [1] descales).
+//
 // Backward gate, per arch and mode (AITER's C++ gate and its Python gate together):
 //  - everywhere: gfx942 or gfx950; no bias (so no dbias), ALiBi or dropout; AITER's row lookup
 //    must find an odo, a dqdkdv and (where needed) a post kernel; byte strides fit 32 bits;
@@ -82,6 +93,7 @@
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/aiter_rules.hpp"
 #include "jax_aiter/ops/attention_params.hpp"
+#include "jax_aiter/ops/fp8_format.hpp"
 
 namespace jax_aiter::ops {
 
@@ -126,15 +138,31 @@ constexpr Verdict select_aiter_fmha_fwd(const AttnProblem& p, const Target& t,
   namespace D = attention_asm_detail;
   if (!D::aiter_arch(t.arch)) return D::not_aiter_arch();
   if (p.sharded) return Verdict::no("AITER's v3 kernels take no shard offsets");
-  if (p.dtype != DType::kBF16) return Verdict::no("AITER's v3 forward takes bf16 (q is f16)");
+  if (p.fp8) {
+    if (const Verdict v = reads_fp8(p.dtype, t); !v.ok()) return v;
+  } else if (p.dtype != DType::kBF16) {
+    return Verdict::no("AITER's v3 forward takes bf16 or fp8 (q is f16)");
+  }
   if (p.has_bias) return Verdict::no("AITER's v3 forward takes no bias");
   if (p.has_alibi) return Verdict::no("AITER's v3 forward takes no ALiBi");
   if (p.has_dropout) return Verdict::no("AITER's v3 forward has no dropout");
   const bool hd128 = p.head_dim == 128 && p.head_dim_v == 128;
   const bool hd192 = p.head_dim == 192 && p.head_dim_v == 128;
-  if (!hd128 && !hd192) {
+  const bool hd256 = p.head_dim == 256 && p.head_dim_v == 256;
+  if (p.fp8 && !(hd128 || (hd256 && t.arch == Arch::kGfx950))) {
+    return Verdict::no(
+        "AITER's v3 fp8 forward takes head dims (128, 128), and (256, 256) on gfx950, got ({}, {})",
+        p.head_dim, p.head_dim_v);
+  }
+  if (!p.fp8 && !hd128 && !hd192) {
     return Verdict::no("AITER's v3 forward takes head dims (128, 128) or (192, 128), got ({}, {})",
                        p.head_dim, p.head_dim_v);
+  }
+  if (p.fp8 && (p.group() & (p.group() - 1)) != 0) {
+    return Verdict::no(
+        "AITER's v3 fp8 forward takes a power-of-two hq / hk (its kernels shift by log2 of the "
+        "group), got {} / {}",
+        p.heads_q, p.heads_k);
   }
   if (p.mask == AttnProblem::Mask::kWindow) {
     return Verdict::no(
@@ -166,17 +194,24 @@ constexpr Verdict select_aiter_fmha_fwd(const AttnProblem& p, const Target& t,
     }
   }
   if (row == nullptr) {
+    if (p.fp8 && t.arch == Arch::kGfx942) {
+      return Verdict::no(
+          "AITER's gfx942 v3 fp8 forward rounds its bf16 out away from zero (bf16_cvt 1) only, "
+          "got bf16_cvt {}",
+          p.bf16_cvt);
+    }
     return Verdict::no("no AITER v3 forward row for head dims ({}, {}) with mask {}", p.head_dim,
                        p.head_dim_v, mask);
   }
-  // Byte strides are 32-bit fields (batch strides are 0 in group mode).
+  // Byte strides are 32-bit fields (batch strides are 0 in group mode); fp8 inputs are 1 byte.
   const int64_t sq = D::aiter_sq(p);
+  const int64_t in = p.fp8 ? 1 : 2;
   const int64_t largest =
-      std::max({p.varlen ? 0 : p.seqlen_q * p.heads_q * p.head_dim * 2,
-                p.varlen ? 0 : p.seqlen_k * p.heads_k * p.head_dim * 2,
-                p.varlen ? 0 : p.seqlen_k * p.heads_k * p.head_dim_v * 2,
+      std::max({p.varlen ? 0 : p.seqlen_q * p.heads_q * p.head_dim * in,
+                p.varlen ? 0 : p.seqlen_k * p.heads_k * p.head_dim * in,
+                p.varlen ? 0 : p.seqlen_k * p.heads_k * p.head_dim_v * in,
                 p.varlen ? 0 : p.seqlen_q * p.heads_q * p.head_dim_v * 2,
-                int64_t{row->ts_qo} * p.heads_q * p.head_dim * 2, sq * 4, p.total_q, p.total_k});
+                int64_t{row->ts_qo} * p.heads_q * p.head_dim * in, sq * 4, p.total_q, p.total_k});
   if (largest > D::kU32Max) {
     return Verdict::no("a byte stride of AITER's v3 forward ({}) exceeds its 32-bit fields",
                        largest);
@@ -230,8 +265,8 @@ struct FlashAttnFwdAsmTier {
     return c;
   }
 
-  // As AITER's fmha_fwd_v3 packs it, every field written (the descales, for fp8, zero). lse is
-  // always written: the backward needs it.
+  // As AITER's fmha_fwd_v3 packs it, every field written (the descales null and their strides 0
+  // for bf16). lse is always written: the backward needs it (fp8: for return_lse).
   static void plan(const FlashAttnFwdParams& params, const Target&, const Choice& c,
                    kernels::Plan& plan) {
     const AttnProblem& p = c.problem;
@@ -239,6 +274,7 @@ struct FlashAttnFwdAsmTier {
     const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
     const int64_t hq = p.heads_q, hk = p.heads_k, d = p.head_dim, dv = p.head_dim_v;
     const bool batch = !p.varlen;
+    const int64_t in = p.fp8 ? 1 : 2;  // bytes of a q, k, v element (out's are 2)
     kernels::AiterFmhaFwdArgs a{};
     a.ptr_o = params.out.data;
     a.ptr_q = params.q.data;
@@ -247,23 +283,23 @@ struct FlashAttnFwdAsmTier {
     a.ptr_lse = params.lse.data;
     a.scalar = p.softmax_scale;
     a.s_seq_len = u32(attention_asm_detail::aiter_sq(p));
-    a.s_Seqs = u32(hq * d * 2);
-    a.s_Ts = u32(r.ts_qo * hq * d * 2);
-    a.s_Hs = u32(d * 2);
-    a.s_Bs = u32(batch ? p.seqlen_q * hq * d * 2 : 0);
+    a.s_Seqs = u32(hq * d * in);
+    a.s_Ts = u32(r.ts_qo * hq * d * in);
+    a.s_Hs = u32(d * in);
+    a.s_Bs = u32(batch ? p.seqlen_q * hq * d * in : 0);
     a.s_gqa = u32(p.group());
-    a.s_k_Seqs = u32(hk * d * 2);
-    a.s_k_Hs = u32(d * 2);
-    a.s_k_Bs = u32(batch ? p.seqlen_k * hk * d * 2 : 0);
+    a.s_k_Seqs = u32(hk * d * in);
+    a.s_k_Hs = u32(d * in);
+    a.s_k_Bs = u32(batch ? p.seqlen_k * hk * d * in : 0);
     a.s_opt = c.tune_opt;
     a.s_lse = 1;
     a.s_kv_seq_len = u32(attention_asm_detail::aiter_sk(p));
     a.s_qk_head_dim = u32(d);
     a.s_v_head_dim = u32(dv);
     a.s_q_head_num = u32(hq);
-    a.s_v_Seqs = u32(hk * dv * 2);
-    a.s_v_Hs = u32(dv * 2);
-    a.s_v_Bs = u32(batch ? p.seqlen_k * hk * dv * 2 : 0);
+    a.s_v_Seqs = u32(hk * dv * in);
+    a.s_v_Hs = u32(dv * in);
+    a.s_v_Bs = u32(batch ? p.seqlen_k * hk * dv * in : 0);
     a.s_o_Seqs = u32(hq * dv * 2);
     a.s_o_Hs = u32(dv * 2);
     a.s_o_Bs = u32(batch ? p.seqlen_q * hq * dv * 2 : 0);
@@ -275,9 +311,19 @@ struct FlashAttnFwdAsmTier {
     a.ptr_kseq = cu_k;
     a.ptr_qseq_padding = cu_q;
     a.ptr_kseq_padding = cu_k;
-    a.ptr_q_descale = nullptr;
-    a.ptr_k_descale = nullptr;
-    a.ptr_v_descale = nullptr;
+    // Per-tensor descales: one float each, strides 0 (AITER's [1] descales).
+    const auto descale = [](const std::optional<Tensor>& t) {
+      return t ? static_cast<const float*>(t->data) : nullptr;
+    };
+    a.ptr_q_descale = descale(params.q_descale);
+    a.ptr_k_descale = descale(params.k_descale);
+    a.ptr_v_descale = descale(params.v_descale);
+    a.s_descale_q_Bs = 0;
+    a.s_descale_q_Hs = 0;
+    a.s_descale_k_Bs = 0;
+    a.s_descale_k_Hs = 0;
+    a.s_descale_v_Bs = 0;
+    a.s_descale_v_Hs = 0;
     plan.launch(r.kernel, c.grid, c.block, a);
     plan.note("ts_qo", r.ts_qo);
     plan.note("ts_kv", r.ts_kv);

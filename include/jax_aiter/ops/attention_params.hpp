@@ -11,6 +11,12 @@
 // The math, the mask and the dropout RNG are those of kernels/shared/attention.h.
 // shard: optional int32[4] {b0, h0, r0, sq_total}, this call's place in the whole call it is a
 // shard of (kernels/shared/attention.h, "Sharded calls"): device data, read by the kernels only.
+//
+// FP8 forward (AITER's v3 "fp8bf16" kernels' contract): q, k, v of one e4m3 format (e4m3fn or
+// e4m3fnuz: which one a tier reads is ops/fp8_format.hpp's rule), each with a per-tensor float32
+// descale [1] (device data): the call computes attention of q_descale * q, k_descale * k and
+// v_descale * v, and writes out in bf16 (lse float32 as ever). Forward only: the backward takes
+// 16-bit inputs (AITER has no fp8 backward either).
 #pragma once
 
 #include <cmath>
@@ -25,6 +31,7 @@
 #include "jax_aiter/core/dtype.hpp"
 #include "jax_aiter/core/status.hpp"
 #include "jax_aiter/ops/dispatch.hpp"
+#include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/tensor.hpp"
 
 namespace jax_aiter::ops {
@@ -54,6 +61,8 @@ struct FlashAttnFwdParams {
   std::optional<Tensor> cu_seqlens_q, cu_seqlens_k;  // int32 [nseq + 1] (varlen)
   std::optional<Tensor> rng_key;  // int32 [2]: the dropout key's two u32 words, bitcast
   std::optional<Tensor> shard;    // int32 [4]: {b0, h0, r0, sq_total} (a sharded call)
+  // float32 [1] each, with fp8 q, k, v only: the factors that dequantise them.
+  std::optional<Tensor> q_descale, k_descale, v_descale;
   Tensor out, lse;
   AttnOptions opt;
   Dispatch dispatch;
@@ -91,7 +100,8 @@ struct AttnDropoutMaskParams {
 struct AttnProblem {
   enum class Mask : uint8_t { kNone, kCausal, kWindow };
 
-  DType dtype = DType::kBF16;
+  DType dtype = DType::kBF16;  // q's (k's, v's): bf16, f16, or an e4m3 format (fp8 below)
+  bool fp8 = false;            // fp8 q, k, v with float32 descales; out bf16 (forward only)
   bool varlen = false;
   int64_t batch = 0;                   // b, or the number of sequences in varlen mode
   int64_t seqlen_q = 0, seqlen_k = 0;  // varlen: max_seqlen_q / max_seqlen_k (launch sizes)
@@ -144,6 +154,9 @@ inline void normalise_window(AttnProblem& p, const AttnOptions& o) {
 
 constexpr bool is_16bit_float(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
+// The dtype of out (and, in the backward, of dout, dq, dk, dv): q's, or bf16 for fp8 q.
+constexpr DType out_dtype(const AttnProblem& p) { return p.fp8 ? DType::kBF16 : p.dtype; }
+
 inline std::string dims_string(std::initializer_list<int64_t> dims) {
   std::string s = "[";
   bool first = true;
@@ -190,18 +203,25 @@ inline Status expect(std::string_view op, std::string_view operand, const Tensor
 }
 
 // The problem of q, k, v and the options, checking everything about them that both passes share.
+// fp8_ok: the forward, which also takes e4m3 q, k, v (checked with their descales by its caller).
 inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const std::optional<Tensor>& bias,
                                      const std::optional<Tensor>& alibi,
                                      const std::optional<Tensor>& cu_q,
                                      const std::optional<Tensor>& cu_k,
                                      const std::optional<Tensor>& rng_key,
-                                     const std::optional<Tensor>& shard, const AttnOptions& o) {
+                                     const std::optional<Tensor>& shard, const AttnOptions& o,
+                                     bool fp8_ok) {
   AttnProblem p;
-  if (!is_16bit_float(q.dtype)) {
-    return operand_error(op, "q", StrCat("expected dtype bf16 or f16, got ", name(q.dtype)));
+  if (!is_16bit_float(q.dtype) && !(fp8_ok && is_e4m3(q.dtype))) {
+    return operand_error(op, "q",
+                         StrCat("expected dtype bf16 or f16",
+                                fp8_ok ? " (or f8_e4m3fn / f8_e4m3fnuz with descales)"
+                                       : " (fp8 attention is forward-only: no backward takes it)",
+                                ", got ", name(q.dtype)));
   }
   p.dtype = q.dtype;
+  p.fp8 = is_e4m3(q.dtype);
   if (cu_q.has_value() != cu_k.has_value()) {
     return operand_error(op, cu_q ? "cu_seqlens_k" : "cu_seqlens_q",
                          "expected cu_seqlens_q and cu_seqlens_k together (varlen) or neither");
@@ -301,11 +321,12 @@ inline Expected<AttnProblem> problem(std::string_view op, const Tensor& q, const
     if (p.varlen) return operand_error(op, "bias", "not supported in varlen mode");
     const Tensor& t = *bias;
     const int64_t full[4] = {p.batch, p.heads_q, p.seqlen_q, p.seqlen_k};
-    bool ok = t.rank == 4 && (t.dtype == q.dtype || t.dtype == DType::kF32);
+    const DType own = out_dtype(p);  // q's, or bf16 with fp8 q
+    bool ok = t.rank == 4 && (t.dtype == own || t.dtype == DType::kF32);
     for (int i = 0; ok && i < 4; ++i) ok = t.dims[i] == 1 || t.dims[i] == full[i];
     if (!ok) {
       return operand_error(op, "bias",
-                           StrCat("expected ", name(q.dtype), " or f32 [b|1, hq|1, sq|1, sk|1] = ",
+                           StrCat("expected ", name(own), " or f32 [b|1, hq|1, sq|1, sk|1] = ",
                                   dims_string({full[0], full[1], full[2], full[3]}),
                                   " or broadcastable, got ", describe(t)));
     }
@@ -392,6 +413,31 @@ inline Status expect_like(std::string_view op, std::string_view operand, const T
   return {};
 }
 
+// The forward's descales: float32 [1] each, all three with fp8 q, none without.
+inline Status expect_descales(std::string_view op, const FlashAttnFwdParams& p,
+                              const AttnProblem& prob) {
+  const std::pair<std::string_view, const std::optional<Tensor>*> all[] = {
+      {"q_descale", &p.q_descale}, {"k_descale", &p.k_descale}, {"v_descale", &p.v_descale}};
+  for (const auto& [operand, t] : all) {
+    if (!prob.fp8) {
+      if (t->has_value()) {
+        return operand_error(op, operand,
+                             StrCat("expected none with ", name(prob.dtype),
+                                    " q (descales go with fp8 q, k, v), got ", describe(**t)));
+      }
+      continue;
+    }
+    if (!t->has_value()) {
+      return operand_error(op, operand,
+                           StrCat("expected f32[1] (a per-tensor descale of fp8 ", name(prob.dtype),
+                                  " q, k, v), got none"));
+    }
+    JAX_AITER_RETURN_IF_ERROR(
+        expect(op, operand, **t, DType::kF32, {1}, "a per-tensor descale of fp8 q, k, v"));
+  }
+  return {};
+}
+
 }  // namespace attention_detail
 
 // The forward's problem, every operand checked.
@@ -399,14 +445,16 @@ inline Expected<AttnProblem> attn_problem(const FlashAttnFwdParams& p) {
   constexpr std::string_view op = kFlashAttnFwdName;
   namespace D = attention_detail;
   auto prob = D::problem(op, p.q, p.k, p.v, p.bias, p.alibi_slopes, p.cu_seqlens_q, p.cu_seqlens_k,
-                         p.rng_key, p.shard, p.opt);
+                         p.rng_key, p.shard, p.opt, /*fp8_ok=*/true);
   if (!prob) return prob;
+  JAX_AITER_RETURN_IF_ERROR(D::expect_descales(op, p, *prob));
   Tensor want = p.q;
   want.dims[want.rank - 1] = prob->head_dim_v;
-  if (p.out.dtype != p.q.dtype || !p.out.same_shape(want)) {
+  want.dtype = D::out_dtype(*prob);
+  if (p.out.dtype != want.dtype || !p.out.same_shape(want)) {
     return operand_error(op, "out",
-                         StrCat("expected ", describe(want), " (q's shape with v's head dim), got ",
-                                describe(p.out)));
+                         StrCat("expected ", describe(want), " (q's shape with v's head dim",
+                                prob->fp8 ? ", bf16 for fp8 q" : "", "), got ", describe(p.out)));
   }
   JAX_AITER_RETURN_IF_ERROR(D::expect_lse(op, p.lse, *prob));
   JAX_AITER_RETURN_IF_ERROR(D::refuse_empty(op, *prob));
@@ -419,7 +467,7 @@ inline Expected<AttnProblem> attn_problem(const FlashAttnBwdParams& p) {
   constexpr std::string_view op = kFlashAttnBwdName;
   namespace D = attention_detail;
   auto prob = D::problem(op, p.q, p.k, p.v, p.bias, p.alibi_slopes, p.cu_seqlens_q, p.cu_seqlens_k,
-                         p.rng_key, p.shard, p.opt);
+                         p.rng_key, p.shard, p.opt, /*fp8_ok=*/false);
   if (!prob) return prob;
   Tensor want = p.q;
   want.dims[want.rank - 1] = prob->head_dim_v;

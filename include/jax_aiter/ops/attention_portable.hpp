@@ -2,7 +2,9 @@
 // (kernels/attention.hpp) on every arch, for every call AITER's ASM tier does not take.
 //
 //   forward:  one launch of jax_aiter_attn_fwd_<dtype>_d<D> (D: the smallest head-dim bucket that
-//             holds d and dv), grid (query tiles, hq, b).
+//             holds d and dv), grid (query tiles, hq, b); fp8 q, k, v: jax_aiter_attn_fwd_fp8_d<D>,
+//             which reads the descales and writes bf16 (the format a plan for an arch reads is
+//             ops/fp8_format.hpp's rule; the host's own plans take either).
 //   backward: pre (delta = rowsum(dout * out) into the workspace), dkdv (one block per key tile and
 //             key head, looping over its query heads), dq (one block per query tile and query head,
 //             writing dbias rows too). No atomics anywhere, so gradients are the same bits every
@@ -21,6 +23,7 @@
 #include "jax_aiter/kernels/attention.hpp"
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/attention_params.hpp"
+#include "jax_aiter/ops/fp8_format.hpp"
 
 namespace jax_aiter::ops {
 
@@ -121,7 +124,9 @@ constexpr int64_t attn_delta_bytes(const AttnProblem& p) { return p.heads_q * p.
 struct FlashAttnFwdPortableTier {
   static constexpr std::string_view kName = "portable";
 
-  static Verdict supports(const FlashAttnFwdParams&, const Target&) { return Verdict::yes(); }
+  static Verdict supports(const FlashAttnFwdParams& p, const Target& t) {
+    return is_e4m3(p.q.dtype) ? reads_fp8(p.q.dtype, t) : Verdict::yes();
+  }
 
   static void plan(const FlashAttnFwdParams& p, const Target&, kernels::Plan& plan) {
     namespace D = attention_detail;
@@ -133,11 +138,16 @@ struct FlashAttnFwdPortableTier {
                    p.rng_key, p.shard, p.opt.dropout_p);
     a.out = p.out.data;
     a.lse = static_cast<float*>(p.lse.data);
+    a.q_descale = static_cast<const float*>(D::data_or_null(p.q_descale));
+    a.k_descale = static_cast<const float*>(D::data_or_null(p.k_descale));
+    a.v_descale = static_cast<const float*>(D::data_or_null(p.v_descale));
+    a.in_dtype = kernels::attn_in_dtype(prob.dtype);
     const D::Strides3 so = D::strides_of(p.out, prob.varlen);
     a.o_batch_stride = so.batch, a.o_seq_stride = so.seq, a.o_head_stride = so.head;
-    plan.launch(kernels::attn_kernels(prob.dtype, bucket).fwd,
-                D::grid3(prob.seqlen_q, A::kRowsQ[bucket], prob.heads_q, prob.batch),
-                {static_cast<uint32_t>(A::kThreads[bucket]), 1, 1}, a);
+    plan.launch(
+        prob.fp8 ? kernels::attn_fp8_kernel(bucket) : kernels::attn_kernels(prob.dtype, bucket).fwd,
+        D::grid3(prob.seqlen_q, A::kRowsQ[bucket], prob.heads_q, prob.batch),
+        {static_cast<uint32_t>(A::kThreads[bucket]), 1, 1}, a);
     plan.note("head_dim_bucket", A::kHeadDims[bucket]);
     plan.note("rows_per_block", A::kRowsQ[bucket]);
   }

@@ -26,7 +26,10 @@ namespace jax_aiter::kernels {
 // mode: [total_q, hq, d], batch strides 0, sequence s from row ptr_qseq[s]), k, v, o alike, lse
 // float32 [b, hq, sq] (group: [hq, total_q]): the kernel takes lse's head stride only, so its
 // batch stride must be hq * sq * 4 bytes, as a dense [b, hq, sq] has. The bf16 kernels declare the
-// first 512 bytes (no descales); the fp8 ones all 656.
+// first 512 bytes (no descales); the fp8 ones ("fp8bf16": fp8 q, k, v, bf16 out) all 656, with
+// q, k, v strides in 1-byte elements and out's in 2-byte ones (mha_fwd.cu's in_bpe / out_bpe),
+// and float32 descales read at ptr + b * s_descale_*_Bs + (h / gqa) * s_descale_*_Hs bytes
+// (AITER's [1] or [b, hk] descale tensors; a [1] one has strides 0).
 struct AiterFmhaFwdArgs {
   Slot<void*> ptr_o;
   Slot<const void*> ptr_q, ptr_k, ptr_v;
@@ -148,51 +151,85 @@ static_assert(offsetof(AiterFmhaBwdPostArgs, ptr_qseq) == 160 &&
 // metadata check accepts that (runtime/kernarg_check.hpp), as the runtime copies all 8 bytes.
 
 #define JA_FWD(member, name) JAX_AITER_NAMED_ARG_FIELD(AiterFmhaFwdArgs, member, name)
-// Both archs' bf16 forward kernels name them alike.
-inline constexpr ArgField kAiterFmhaFwdFields[] = {
-    JA_FWD(ptr_o, "R"),
-    JA_FWD(ptr_q, "Q"),
-    JA_FWD(ptr_k, "K"),
-    JA_FWD(ptr_v, "V"),
-    JA_FWD(ptr_lse, "LSE"),
-    JA_FWD(scalar, "scalar"),
-    JA_FWD(s_seq_len, "seq_len"),
-    JA_FWD(s_Seqs, "Seqs"),
-    JA_FWD(s_Ts, "Ts"),
-    JA_FWD(s_Hs, "Hs"),
-    JA_FWD(s_Bs, "Bs"),
-    JA_FWD(s_gqa, "gqa"),
-    JA_FWD(s_k_Seqs, "k_Seqs"),
-    JA_FWD(s_k_Hs, "k_Hs"),
-    JA_FWD(s_k_Bs, "k_Bs"),
-    JA_FWD(s_opt, "msk_opt"),
-    JA_FWD(s_lse, "lse"),
-    JA_FWD(s_kv_seq_len, "kv_seq_len"),
-    JA_FWD(s_qk_head_dim, "qk_head_dim"),
-    JA_FWD(s_v_head_dim, "v_head_dim"),
-    JA_FWD(s_q_head_num, "q_head_num"),
-    JA_FWD(s_v_Seqs, "v_Seqs"),
-    JA_FWD(s_v_Hs, "v_Hs"),
-    JA_FWD(s_v_Bs, "v_Bs"),
-    JA_FWD(s_o_Seqs, "r_Seqs"),
-    JA_FWD(s_o_Hs, "r_Hs"),
-    JA_FWD(s_o_Bs, "r_Bs"),
-    JA_FWD(ptr_qseq, "ptr_qseq"),
-    JA_FWD(ptr_kseq, "ptr_kseq"),
-    JA_FWD(s_lse_Hs, "lse_Hs"),
-    JA_FWD(ptr_qseq_padding, "ptr_qseq_padding"),
-    JA_FWD(ptr_kseq_padding, "ptr_kseq_padding"),
-    // Declared only by the fp8 kernels (gfx950's names), which we do not launch.
-    JA_FWD(ptr_q_descale, "ptr_q_descale"),
-    JA_FWD(ptr_k_descale, "ptr_k_descale"),
-    JA_FWD(ptr_v_descale, "ptr_v_descale"),
-    JA_FWD(s_descale_q_Bs, "s_descale_q_Bs"),
-    JA_FWD(s_descale_q_Hs, "s_descale_q_Hs"),
-    JA_FWD(s_descale_k_Bs, "s_descale_k_Bs"),
-    JA_FWD(s_descale_k_Hs, "s_descale_k_Hs"),
-    JA_FWD(s_descale_v_Bs, "s_descale_v_Bs"),
-    JA_FWD(s_descale_v_Hs, "s_descale_v_Hs"),
+// Both archs' bf16 forward kernels name the first 512 bytes alike (they declare no more), and so
+// do gfx942's fp8 ones, which add the descales under names of their own.
+#define JA_FWD_BF16_FIELDS                                                                    \
+  JA_FWD(ptr_o, "R"), JA_FWD(ptr_q, "Q"), JA_FWD(ptr_k, "K"), JA_FWD(ptr_v, "V"),             \
+      JA_FWD(ptr_lse, "LSE"), JA_FWD(scalar, "scalar"), JA_FWD(s_seq_len, "seq_len"),         \
+      JA_FWD(s_Seqs, "Seqs"), JA_FWD(s_Ts, "Ts"), JA_FWD(s_Hs, "Hs"), JA_FWD(s_Bs, "Bs"),     \
+      JA_FWD(s_gqa, "gqa"), JA_FWD(s_k_Seqs, "k_Seqs"), JA_FWD(s_k_Hs, "k_Hs"),               \
+      JA_FWD(s_k_Bs, "k_Bs"), JA_FWD(s_opt, "msk_opt"), JA_FWD(s_lse, "lse"),                 \
+      JA_FWD(s_kv_seq_len, "kv_seq_len"), JA_FWD(s_qk_head_dim, "qk_head_dim"),               \
+      JA_FWD(s_v_head_dim, "v_head_dim"), JA_FWD(s_q_head_num, "q_head_num"),                 \
+      JA_FWD(s_v_Seqs, "v_Seqs"), JA_FWD(s_v_Hs, "v_Hs"), JA_FWD(s_v_Bs, "v_Bs"),             \
+      JA_FWD(s_o_Seqs, "r_Seqs"), JA_FWD(s_o_Hs, "r_Hs"), JA_FWD(s_o_Bs, "r_Bs"),             \
+      JA_FWD(ptr_qseq, "ptr_qseq"), JA_FWD(ptr_kseq, "ptr_kseq"), JA_FWD(s_lse_Hs, "lse_Hs"), \
+      JA_FWD(ptr_qseq_padding, "ptr_qseq_padding"), JA_FWD(ptr_kseq_padding, "ptr_kseq_padding")
+inline constexpr ArgField kAiterFmhaFwdFields[] = {JA_FWD_BF16_FIELDS};
+// gfx942's fp8 kernels (hsa/gfx942/fmha_v3_fwd/MI300|MI308/fwd_hd128_fp8*.co metadata): the
+// descale pointers and their byte strides ("dq" is the q descale there, not a gradient).
+inline constexpr ArgField kAiterFmhaFwdFp8FieldsGfx942[] = {
+    JA_FWD_BF16_FIELDS,
+    JA_FWD(ptr_q_descale, "ptr_descale_q"),
+    JA_FWD(ptr_k_descale, "ptr_descale_k"),
+    JA_FWD(ptr_v_descale, "ptr_descale_v"),
+    JA_FWD(s_descale_q_Bs, "dq_Bs"),
+    JA_FWD(s_descale_q_Hs, "dq_Hs"),
+    JA_FWD(s_descale_k_Bs, "dk_Bs"),
+    JA_FWD(s_descale_k_Hs, "dk_Hs"),
+    JA_FWD(s_descale_v_Bs, "dv_Bs"),
+    JA_FWD(s_descale_v_Hs, "dv_Hs"),
 };
+// gfx950's fp8 kernels name every field as AITER's fmha_fwd_v3_args does (our member names).
+#define JA_FWD_SAME(member) JA_FWD(member, #member)
+inline constexpr ArgField kAiterFmhaFwdFp8FieldsGfx950[] = {
+    JA_FWD_SAME(ptr_o),
+    JA_FWD_SAME(ptr_q),
+    JA_FWD_SAME(ptr_k),
+    JA_FWD_SAME(ptr_v),
+    JA_FWD_SAME(ptr_lse),
+    JA_FWD_SAME(scalar),
+    JA_FWD_SAME(s_seq_len),
+    JA_FWD_SAME(s_Seqs),
+    JA_FWD_SAME(s_Ts),
+    JA_FWD_SAME(s_Hs),
+    JA_FWD_SAME(s_Bs),
+    JA_FWD_SAME(s_gqa),
+    JA_FWD_SAME(s_k_Seqs),
+    JA_FWD_SAME(s_k_Hs),
+    JA_FWD_SAME(s_k_Bs),
+    JA_FWD_SAME(s_opt),
+    JA_FWD_SAME(s_lse),
+    JA_FWD_SAME(s_kv_seq_len),
+    JA_FWD_SAME(s_qk_head_dim),
+    JA_FWD_SAME(s_v_head_dim),
+    JA_FWD_SAME(s_q_head_num),
+    JA_FWD_SAME(s_v_Seqs),
+    JA_FWD_SAME(s_v_Hs),
+    JA_FWD_SAME(s_v_Bs),
+    JA_FWD_SAME(s_o_Seqs),
+    JA_FWD_SAME(s_o_Hs),
+    JA_FWD_SAME(s_o_Bs),
+    JA_FWD_SAME(ptr_qseq),
+    JA_FWD_SAME(ptr_kseq),
+    JA_FWD_SAME(s_lse_Hs),
+    JA_FWD_SAME(ptr_qseq_padding),
+    JA_FWD_SAME(ptr_kseq_padding),
+    JA_FWD_SAME(ptr_q_descale),
+    JA_FWD_SAME(ptr_k_descale),
+    JA_FWD_SAME(ptr_v_descale),
+    JA_FWD_SAME(s_descale_q_Bs),
+    JA_FWD_SAME(s_descale_q_Hs),
+    JA_FWD_SAME(s_descale_k_Bs),
+    JA_FWD_SAME(s_descale_k_Hs),
+    JA_FWD_SAME(s_descale_v_Bs),
+    JA_FWD_SAME(s_descale_v_Hs),
+};
+static_assert(std::size(kAiterFmhaFwdFields) == 32 &&
+              std::size(kAiterFmhaFwdFp8FieldsGfx942) == 41 &&
+              std::size(kAiterFmhaFwdFp8FieldsGfx950) == 41);
+#undef JA_FWD_SAME
+#undef JA_FWD_BF16_FIELDS
 #undef JA_FWD
 
 #define JA_ODO(member, name) JAX_AITER_NAMED_ARG_FIELD(AiterFmhaBwdOdoArgs, member, name)
@@ -345,8 +382,8 @@ constexpr bool is_recompile(std::string_view symbol) {
 struct AiterFmhaFwdRow {
   KernelInfo kernel;
   Arch arch;
-  int part;  // aiter_fmha_v3::kPart*
-  DType dtype;
+  int part;     // aiter_fmha_v3::kPart*
+  DType dtype;  // q's: bf16, or the arch's fp8 (out bf16)
   int hdim_q, hdim_v;
   int mask;  // 0 none, 2 bottom-right causal
   bool group;
@@ -368,16 +405,22 @@ struct AiterFmhaBwdRow {
 };
 
 // clang-format off
-#define JA_FMHA_DT_bf16 DType::kBF16
-#define JA_FMHA_DT_fp16 DType::kF16
-#define JA_FMHA_FWD_ROW(dt, hq, hv, mask, mode, cvt, tq, tk, sym, co, part, g942, g950)       \
-  AiterFmhaFwdRow{KernelInfo{co, #sym, sizeof(AiterFmhaFwdArgs), kAiterFmhaFwdFields},        \
-                  (g942) ? Arch::kGfx942 : Arch::kGfx950, part, JA_FMHA_DT_##dt, hq, hv, mask, \
-                  (mode) != 0, cvt, tq, tk},
+// fp8bf16: the arch's fp8 (e4m3fnuz on gfx942, e4m3fn on gfx950) in, bf16 out.
+#define JA_FMHA_DT_bf16(g942) DType::kBF16
+#define JA_FMHA_DT_fp16(g942) DType::kF16
+#define JA_FMHA_DT_fp8bf16(g942) ((g942) ? DType::kF8E4M3FNUZ : DType::kF8E4M3FN)
+#define JA_FMHA_FWD_FIELDS_bf16(g942) std::span<const ArgField>(kAiterFmhaFwdFields)
+#define JA_FMHA_FWD_FIELDS_fp8bf16(g942)                           \
+  ((g942) ? std::span<const ArgField>(kAiterFmhaFwdFp8FieldsGfx942) \
+          : std::span<const ArgField>(kAiterFmhaFwdFp8FieldsGfx950))
+#define JA_FMHA_FWD_ROW(dt, hq, hv, mask, mode, cvt, tq, tk, sym, co, part, g942, g950)            \
+  AiterFmhaFwdRow{KernelInfo{co, #sym, sizeof(AiterFmhaFwdArgs), JA_FMHA_FWD_FIELDS_##dt(g942)},   \
+                  (g942) ? Arch::kGfx942 : Arch::kGfx950, part, JA_FMHA_DT_##dt(g942), hq, hv,      \
+                  mask, (mode) != 0, cvt, tq, tk},
 #define JA_FMHA_BWD_ROW(Args, fields, abi, variants, dt, hq, hv, mask, a32, pssk, pddv, mode, cvt, \
                         tq, ts, sym, co, g942, g950)                                             \
   AiterFmhaBwdRow{KernelInfo{co, #sym, sizeof(Args), fields, false, 0, abi, variants},           \
-                  (g942) ? Arch::kGfx942 : Arch::kGfx950, JA_FMHA_DT_##dt, hq, hv, mask,         \
+                  (g942) ? Arch::kGfx942 : Arch::kGfx950, JA_FMHA_DT_##dt(g942), hq, hv, mask,         \
                   (a32) != 0, (pssk) != 0, (pddv) != 0, (mode) != 0, cvt, tq, ts,                \
                   aiter_fmha_v3::is_recompile(#sym)},
 #define JA_FMHA_ODO_ROW(...)                                                            \
@@ -405,11 +448,14 @@ inline constexpr AiterFmhaBwdRow kAiterFmhaBwdDqShuffleRows[] = {
 #undef JA_FMHA_ODO_ROW
 #undef JA_FMHA_BWD_ROW
 #undef JA_FMHA_FWD_ROW
+#undef JA_FMHA_FWD_FIELDS_fp8bf16
+#undef JA_FMHA_FWD_FIELDS_bf16
+#undef JA_FMHA_DT_fp8bf16
 #undef JA_FMHA_DT_fp16
 #undef JA_FMHA_DT_bf16
 // clang-format on
 
-static_assert(std::size(kAiterFmhaFwdRows) == 56 && std::size(kAiterFmhaBwdOdoRows) == 16);
+static_assert(std::size(kAiterFmhaFwdRows) == 72 && std::size(kAiterFmhaBwdOdoRows) == 16);
 static_assert(std::size(kAiterFmhaBwdDqdkdvRows) == 112);
 static_assert(std::size(kAiterFmhaBwdDqConvertRows) == 30 &&
               std::size(kAiterFmhaBwdDqShuffleRows) == 3);
@@ -420,7 +466,7 @@ namespace aiter_fmha_v3_detail {
 using Fwd = AiterTables<kAiterFmhaFwdRows>;
 using Bwd = AiterTables<kAiterFmhaBwdOdoRows, kAiterFmhaBwdDqdkdvRows, kAiterFmhaBwdDqConvertRows,
                         kAiterFmhaBwdDqShuffleRows>;
-static_assert(Fwd::kGfx942.size() == 48 && Fwd::kGfx950.size() == 8);
+static_assert(Fwd::kGfx942.size() == 56 && Fwd::kGfx950.size() == 16);
 static_assert(Bwd::kGfx942.size() == 124 && Bwd::kGfx950.size() == 37);
 
 inline const AiterFamilyRegistrar kFwdRegistrar = Fwd::registrar("fmha_v3_fwd");

@@ -8,7 +8,8 @@
 //
 // The columns are the CSVs' in their order, then the code object's arch. Rows are in CSV order,
 // gfx942's before gfx950's, and each names one code object of one arch (exactly one of on_gfx942,
-// on_gfx950 is 1). dtype is the token bf16 or fp16: paste it (JA_DT_##dtype), never expand it.
+// on_gfx950 is 1). dtype is the token bf16, fp16 or fp8bf16 (fp8 q, k, v in the arch's e4m3
+// format, bf16 out): paste it (JA_DT_##dtype), never expand it.
 //
 // Forward: X(dtype, hdim_q, hdim_v, mask, mode, bf16_cvt, ts_qo, ts_kv, symbol, code_object,
 //            part, on_gfx942, on_gfx950)
@@ -20,7 +21,8 @@
 //   part      0: the arch's one build (gfx950); gfx942 builds each kernel twice, under MI300/
 //             (part 1) and MI308/ (part 2): AITER loads the MI308 build on the four MI308 PCI
 //             chip ids (kernels/aiter/fmha_v3.hpp)
-//   The fp8 rows are left out (our q is bf16 or f16).
+//   Every row is ours, the fp8bf16 ones included (gfx942: hd128, bf16_cvt 1 only; gfx950: hd128
+//   and hd256).
 //
 // Backward: X(dtype, hdim_q, hdim_v, mask, atomic32, pssk, pddv, mode, bf16_cvt, ts_qo, ts,
 //             symbol, code_object, on_gfx942, on_gfx950), in four lists: the odo pre-pass

@@ -488,6 +488,22 @@
     "fmha_v3_fwd/MI308/fwd_hd192x128_bf16_causal_rtna_group.co", 2, 1, 0) \
   X(bf16, 192, 128, 2, 1, 2, 128, 32, _ZN5aiter40fmha_fwd_hd192x128_bf16_causal_rtz_groupE, \
     "fmha_v3_fwd/MI308/fwd_hd192x128_bf16_causal_rtz_group.co", 2, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 0, 1, 256, 64, _ZN5aiter18fmha_fwd_hd128_fp8E, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 0, 1, 256, 64, _ZN5aiter25fmha_fwd_hd128_fp8_causalE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_causal.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 1, 1, 256, 64, _ZN5aiter24fmha_fwd_hd128_fp8_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_group.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 1, 1, 256, 64, _ZN5aiter31fmha_fwd_hd128_fp8_causal_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_causal_group.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 0, 1, 256, 64, _ZN5aiter18fmha_fwd_hd128_fp8E, \
+    "fmha_v3_fwd/MI308/fwd_hd128_fp8.co", 2, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 0, 1, 256, 64, _ZN5aiter25fmha_fwd_hd128_fp8_causalE, \
+    "fmha_v3_fwd/MI308/fwd_hd128_fp8_causal.co", 2, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 1, 1, 256, 64, _ZN5aiter24fmha_fwd_hd128_fp8_groupE, \
+    "fmha_v3_fwd/MI308/fwd_hd128_fp8_group.co", 2, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 1, 1, 256, 64, _ZN5aiter31fmha_fwd_hd128_fp8_causal_groupE, \
+    "fmha_v3_fwd/MI308/fwd_hd128_fp8_causal_group.co", 2, 1, 0) \
   X(bf16, 128, 128, 0, 0, 0, 256, 64, _ZN5aiter19fmha_fwd_hd128_bf16E, \
     "fmha_v3_fwd/fwd_hd128_bf16.co", 0, 0, 1) \
   X(bf16, 128, 128, 2, 0, 0, 256, 64, _ZN5aiter26fmha_fwd_hd128_bf16_causalE, \
@@ -503,7 +519,23 @@
   X(bf16, 192, 128, 0, 1, 0, 128, 128, _ZN5aiter31fmha_fwd_hd192_hd128_bf16_groupE, \
     "fmha_v3_fwd/fwd_hd192_hd128_bf16_group.co", 0, 0, 1) \
   X(bf16, 192, 128, 2, 1, 0, 128, 128, _ZN5aiter38fmha_fwd_hd192_hd128_bf16_causal_groupE, \
-    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1)
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 0, 0, 0, 256, 128, _ZN5aiter24fmha_fwd_hd128_fp8_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 2, 0, 0, 256, 128, _ZN5aiter31fmha_fwd_hd128_fp8_causal_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_causal.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 0, 1, 0, 256, 128, _ZN5aiter30fmha_fwd_hd128_fp8_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_group.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 2, 1, 0, 256, 128, _ZN5aiter37fmha_fwd_hd128_fp8_causal_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_causal_group.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 0, 0, 0, 256, 64, _ZN5aiter25fmha_fwd_hd256_fp8_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 2, 0, 0, 256, 64, _ZN5aiter32fmha_fwd_hd256_fp8_causal_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_causal.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 0, 1, 0, 256, 64, _ZN5aiter31fmha_fwd_hd256_fp8_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_group.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 2, 1, 0, 256, 64, _ZN5aiter38fmha_fwd_hd256_fp8_causal_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_causal_group.co", 0, 0, 1)
 
 #define JAX_AITER_FMHA_V3_FWD_ROWS_UNIQUE(X) \
   X(bf16, 128, 128, 0, 0, 0, 256, 32, _ZN5aiter24fmha_fwd_hd128_bf16_rtneE, \
@@ -554,6 +586,14 @@
     "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtna_group.co", 1, 1, 0) \
   X(bf16, 192, 128, 2, 1, 2, 128, 32, _ZN5aiter40fmha_fwd_hd192x128_bf16_causal_rtz_groupE, \
     "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz_group.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 0, 1, 256, 64, _ZN5aiter18fmha_fwd_hd128_fp8E, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 0, 1, 256, 64, _ZN5aiter25fmha_fwd_hd128_fp8_causalE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_causal.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 1, 1, 256, 64, _ZN5aiter24fmha_fwd_hd128_fp8_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_group.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 1, 1, 256, 64, _ZN5aiter31fmha_fwd_hd128_fp8_causal_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_causal_group.co", 1, 1, 0) \
   X(bf16, 128, 128, 0, 0, 0, 256, 64, _ZN5aiter19fmha_fwd_hd128_bf16E, \
     "fmha_v3_fwd/fwd_hd128_bf16.co", 0, 0, 1) \
   X(bf16, 128, 128, 2, 0, 0, 256, 64, _ZN5aiter26fmha_fwd_hd128_bf16_causalE, \
@@ -569,7 +609,23 @@
   X(bf16, 192, 128, 0, 1, 0, 128, 128, _ZN5aiter31fmha_fwd_hd192_hd128_bf16_groupE, \
     "fmha_v3_fwd/fwd_hd192_hd128_bf16_group.co", 0, 0, 1) \
   X(bf16, 192, 128, 2, 1, 0, 128, 128, _ZN5aiter38fmha_fwd_hd192_hd128_bf16_causal_groupE, \
-    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1)
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 0, 0, 0, 256, 128, _ZN5aiter24fmha_fwd_hd128_fp8_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 2, 0, 0, 256, 128, _ZN5aiter31fmha_fwd_hd128_fp8_causal_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_causal.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 0, 1, 0, 256, 128, _ZN5aiter30fmha_fwd_hd128_fp8_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_group.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 2, 1, 0, 256, 128, _ZN5aiter37fmha_fwd_hd128_fp8_causal_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_causal_group.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 0, 0, 0, 256, 64, _ZN5aiter25fmha_fwd_hd256_fp8_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 2, 0, 0, 256, 64, _ZN5aiter32fmha_fwd_hd256_fp8_causal_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_causal.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 0, 1, 0, 256, 64, _ZN5aiter31fmha_fwd_hd256_fp8_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_group.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 2, 1, 0, 256, 64, _ZN5aiter38fmha_fwd_hd256_fp8_causal_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_causal_group.co", 0, 0, 1)
 
 #define JAX_AITER_FMHA_V3_FWD_ROWS_UNIQUE_GFX942(X) \
   X(bf16, 128, 128, 0, 0, 0, 256, 32, _ZN5aiter24fmha_fwd_hd128_bf16_rtneE, \
@@ -619,7 +675,15 @@
   X(bf16, 192, 128, 2, 1, 1, 128, 32, _ZN5aiter41fmha_fwd_hd192x128_bf16_causal_rtna_groupE, \
     "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtna_group.co", 1, 1, 0) \
   X(bf16, 192, 128, 2, 1, 2, 128, 32, _ZN5aiter40fmha_fwd_hd192x128_bf16_causal_rtz_groupE, \
-    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz_group.co", 1, 1, 0)
+    "fmha_v3_fwd/MI300/fwd_hd192x128_bf16_causal_rtz_group.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 0, 1, 256, 64, _ZN5aiter18fmha_fwd_hd128_fp8E, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 0, 1, 256, 64, _ZN5aiter25fmha_fwd_hd128_fp8_causalE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_causal.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 0, 1, 1, 256, 64, _ZN5aiter24fmha_fwd_hd128_fp8_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_group.co", 1, 1, 0) \
+  X(fp8bf16, 128, 128, 2, 1, 1, 256, 64, _ZN5aiter31fmha_fwd_hd128_fp8_causal_groupE, \
+    "fmha_v3_fwd/MI300/fwd_hd128_fp8_causal_group.co", 1, 1, 0)
 
 #define JAX_AITER_FMHA_V3_FWD_ROWS_UNIQUE_GFX950(X) \
   X(bf16, 128, 128, 0, 0, 0, 256, 64, _ZN5aiter19fmha_fwd_hd128_bf16E, \
@@ -637,6 +701,22 @@
   X(bf16, 192, 128, 0, 1, 0, 128, 128, _ZN5aiter31fmha_fwd_hd192_hd128_bf16_groupE, \
     "fmha_v3_fwd/fwd_hd192_hd128_bf16_group.co", 0, 0, 1) \
   X(bf16, 192, 128, 2, 1, 0, 128, 128, _ZN5aiter38fmha_fwd_hd192_hd128_bf16_causal_groupE, \
-    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1)
+    "fmha_v3_fwd/fwd_hd192_hd128_bf16_causal_group.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 0, 0, 0, 256, 128, _ZN5aiter24fmha_fwd_hd128_fp8_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 2, 0, 0, 256, 128, _ZN5aiter31fmha_fwd_hd128_fp8_causal_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_causal.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 0, 1, 0, 256, 128, _ZN5aiter30fmha_fwd_hd128_fp8_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_group.co", 0, 0, 1) \
+  X(fp8bf16, 128, 128, 2, 1, 0, 256, 128, _ZN5aiter37fmha_fwd_hd128_fp8_causal_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd128_fp8_causal_group.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 0, 0, 0, 256, 64, _ZN5aiter25fmha_fwd_hd256_fp8_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 2, 0, 0, 256, 64, _ZN5aiter32fmha_fwd_hd256_fp8_causal_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_causal.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 0, 1, 0, 256, 64, _ZN5aiter31fmha_fwd_hd256_fp8_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_group.co", 0, 0, 1) \
+  X(fp8bf16, 256, 256, 2, 1, 0, 256, 64, _ZN5aiter38fmha_fwd_hd256_fp8_causal_group_gfx950E, \
+    "fmha_v3_fwd/fwd_hd256_fp8_causal_group.co", 0, 0, 1)
 
 // clang-format on

@@ -55,11 +55,17 @@
 // null. rng_key: two u32 words (see attn_dropout_keep), read only when dropout_threshold > 0; kept
 // values are scaled by dropout_scale = 1 / (1 - p). shard: int32[4] {b0, h0, r0, sq_total} (see
 // "Sharded calls" above), or null.
+// Forward only: in_dtype is q's, k's and v's dtype code (kAttnBF16 / kAttnF16 for the 16-bit
+// kernels, which take it as given; kAttnE4M3FN / kAttnE4M3FNUZ for the fp8 ones, whose out is
+// bf16). The fp8 kernels read q_descale, k_descale, v_descale (float32, one value each; null for
+// the 16-bit ones) and compute attention of the dequantised inputs: scores scale * qd * kd q k^T,
+// out v_descale * softmax v. pad: unused (keeps the struct free of padding).
 // clang-format off
 #define JAX_AITER_ATTN_FWD_ARGS(F, X)                                                            \
   F(const void*, q) X(const void*, k) X(const void*, v) X(const void*, bias)                     \
   X(const float*, alibi_slopes) X(const int*, cu_seqlens_q) X(const int*, cu_seqlens_k)          \
   X(const unsigned*, rng_key) X(const int*, shard) X(void*, out) X(float*, lse)                   \
+  X(const float*, q_descale) X(const float*, k_descale) X(const float*, v_descale)                \
   X(long long, q_batch_stride) X(long long, q_seq_stride) X(long long, q_head_stride)             \
   X(long long, k_batch_stride) X(long long, k_seq_stride) X(long long, k_head_stride)             \
   X(long long, v_batch_stride) X(long long, v_seq_stride) X(long long, v_head_stride)             \
@@ -70,7 +76,7 @@
   X(int, heads_q) X(int, heads_k)                                                                 \
   X(int, head_dim) X(int, head_dim_v) X(int, window_left) X(int, window_right)                    \
   X(int, alibi_batch_stride) X(unsigned, dropout_threshold) X(float, scale)                       \
-  X(float, dropout_scale) X(int, bias_dtype)
+  X(float, dropout_scale) X(int, bias_dtype) X(int, in_dtype) X(int, pad)
 
 // The backward's three kernels (pre: delta = rowsum(dout * out); dkdv; dq) read one list.
 // delta has lse's layout. dbias (float32, or null): the gradient of the scores before the
@@ -124,6 +130,9 @@
   X(bf16, BF16, 64) X(bf16, BF16, 128) X(bf16, BF16, 256) \
   X(f16, F16, 64) X(f16, F16, 128) X(f16, F16, 256)
 #define JAX_AITER_ATTN_DTYPES(Y) Y(bf16, BF16) Y(f16, F16)
+// The fp8 forward: jax_aiter_attn_fwd_fp8_d<D>, e4m3fn or e4m3fnuz q, k, v (in_dtype says which),
+// bf16 out. No backward.
+#define JAX_AITER_ATTN_FP8_KERNELS(Z) Z(64) Z(128) Z(256)
 // clang-format on
 
 namespace jax_aiter::kernels::attention {
@@ -131,10 +140,23 @@ namespace jax_aiter::kernels::attention {
 inline constexpr int kMaxHeadDim = 256;
 inline constexpr int kHeadDims[] = {64, 128, 256};  // the D of JAX_AITER_ATTN_KERNELS, ascending
 
-// bias_dtype codes.
+// bias_dtype and in_dtype codes.
 inline constexpr int kAttnF32 = 0;
 inline constexpr int kAttnBF16 = 1;
 inline constexpr int kAttnF16 = 2;
+inline constexpr int kAttnE4M3FN = 3;    // in_dtype only
+inline constexpr int kAttnE4M3FNUZ = 4;  // in_dtype only
+
+// An e4m3 byte's value times 2^-kFp8F16Shift(format), as f16 bits, exactly: the byte's sign,
+// exponent and mantissa placed at f16's sign, exponent and mantissa top (e4m3fn's bias 7 against
+// f16's 15 shifts by 2^-8, e4m3fnuz's 8 by 2^-7; e4m3 subnormals land on f16 subnormals, never
+// rounded). The fp8 kernels multiply in f16 and undo the shift in float32. NaN bytes (e4m3fn
+// 0x7f / 0xff, e4m3fnuz 0x80) become an f16 NaN.
+JAX_AITER_ATTN_HD unsigned short attn_e4m3_as_f16(unsigned byte, int in_dtype) {
+  const bool nan = in_dtype == kAttnE4M3FNUZ ? byte == 0x80u : (byte & 0x7fu) == 0x7fu;
+  return static_cast<unsigned short>(nan ? 0x7e00u : ((byte & 0x80u) << 8) | ((byte & 0x7fu) << 7));
+}
+JAX_AITER_ATTN_HD int attn_fp8_f16_shift(int in_dtype) { return in_dtype == kAttnE4M3FNUZ ? 7 : 8; }
 
 // Launch shapes, per head-dim bucket (index into kHeadDims): query rows per block of the forward
 // and dq kernels, key rows per block of the dkdv kernel, threads per block (4 warps on sm_90, 2
