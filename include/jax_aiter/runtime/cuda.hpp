@@ -303,16 +303,8 @@ struct CudaPeerMemory {
         if (CUresult r = cuMemsetD8(slot, 0, sizeof(K::PeerSlot)); r != CUDA_SUCCESS) {
           return Cuda::error(r, "cuMemsetD8(peer slot)");
         }
-        void* box = nullptr;
-        if (CUresult r = cuMemHostAlloc(&box, sizeof(K::PeerMailbox),
-                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-            r != CUDA_SUCCESS) {
-          return Cuda::error(r, "cuMemHostAlloc(peer mailbox)");
-        }
-        *static_cast<K::PeerMailbox*>(box) = {};
         g.slots[i] = reinterpret_cast<void*>(slot);
-        g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
-        return {};
+        return new_mailbox(g, i);
       }));
     }
     for (int i = 0; i < g.devices.count; ++i) {
@@ -326,17 +318,8 @@ struct CudaPeerMemory {
       table.mailboxes[i] = g.mailboxes[i];
     }
     for (int i = 0; i < g.devices.count; ++i) {
-      JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(ids[i], [&]() -> Status {
-        CUdeviceptr t = 0;
-        if (CUresult r = cuMemAlloc(&t, sizeof table); r != CUDA_SUCCESS) {
-          return Cuda::error(r, "cuMemAlloc(peer table)");
-        }
-        if (CUresult r = cuMemcpyHtoD(t, &table, sizeof table); r != CUDA_SUCCESS) {
-          return Cuda::error(r, "cuMemcpyHtoD(peer table)");
-        }
-        g.tables[i] = reinterpret_cast<const void*>(t);
-        return {};
-      }));
+      JAX_AITER_RETURN_IF_ERROR(
+          Cuda::in_primary_context(ids[i], [&]() { return upload_table(g, i, table); }));
     }
     return {};
   }
@@ -345,11 +328,7 @@ struct CudaPeerMemory {
   // allocation (its own, so the IPC handle maps exactly it), exported with cuIpcGetMemHandle.
   static Expected<std::string> stage(PeerGroup& g, int position) {
     namespace K = kernels::peer;
-    if (auto other = peer_local_position(g, position); other.ok()) {
-      return FailedPrecondition(
-          StrCat("jax_aiter: the peer tier across processes takes one GPU per process; devices ",
-                 g.local[*other], " and ", g.local[position], " of this process are in one mesh"));
-    }
+    JAX_AITER_RETURN_IF_ERROR(peer_one_device_per_process(g, position));
     std::string handle;
     JAX_AITER_RETURN_IF_ERROR(Cuda::in_primary_context(g.local[position], [&]() -> Status {
       CUdeviceptr region = 0;
@@ -397,29 +376,14 @@ struct CudaPeerMemory {
     if (!local) return local.status();
     const int i = *local;
     return Cuda::in_primary_context(g.local[i], [&]() -> Status {
-      void* box = nullptr;
-      if (CUresult r = cuMemHostAlloc(&box, sizeof(K::PeerMailbox),
-                                      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-          r != CUDA_SUCCESS) {
-        return Cuda::error(r, "cuMemHostAlloc(peer mailbox)");
-      }
-      *static_cast<K::PeerMailbox*>(box) = {};
-      g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
+      JAX_AITER_RETURN_IF_ERROR(new_mailbox(g, i));
       K::PeerTable table{};
       for (int j = 0; j < g.devices.count; ++j) {
         table.slots[j] = static_cast<K::PeerSlot*>(g.slots[j]);
         table.staging[j] = g.staging[j];
       }
       table.mailboxes[i] = g.mailboxes[i];
-      CUdeviceptr t = 0;
-      if (CUresult r = cuMemAlloc(&t, sizeof table); r != CUDA_SUCCESS) {
-        return Cuda::error(r, "cuMemAlloc(peer table)");
-      }
-      if (CUresult r = cuMemcpyHtoD(t, &table, sizeof table); r != CUDA_SUCCESS) {
-        return Cuda::error(r, "cuMemcpyHtoD(peer table)");
-      }
-      g.tables[i] = reinterpret_cast<const void*>(t);
-      return {};
+      return upload_table(g, i, table);
     });
   }
 
@@ -440,6 +404,30 @@ struct CudaPeerMemory {
   }
 
  private:
+  // Position i's mailbox: pinned, mapped host memory (its host address is its device address).
+  static Status new_mailbox(PeerGroup& g, int i) {
+    void* box = nullptr;
+    if (CUresult r = cuMemHostAlloc(&box, sizeof(kernels::peer::PeerMailbox),
+                                    CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+        r != CUDA_SUCCESS) {
+      return Cuda::error(r, "cuMemHostAlloc(peer mailbox)");
+    }
+    g.mailboxes[i] = static_cast<kernels::peer::PeerMailbox*>(box);
+    *g.mailboxes[i] = {};
+    return {};
+  }
+  // Position i's table, in the current context's device memory.
+  static Status upload_table(PeerGroup& g, int i, const kernels::peer::PeerTable& table) {
+    CUdeviceptr t = 0;
+    if (CUresult r = cuMemAlloc(&t, sizeof table); r != CUDA_SUCCESS) {
+      return Cuda::error(r, "cuMemAlloc(peer table)");
+    }
+    if (CUresult r = cuMemcpyHtoD(t, &table, sizeof table); r != CUDA_SUCCESS) {
+      return Cuda::error(r, "cuMemcpyHtoD(peer table)");
+    }
+    g.tables[i] = reinterpret_cast<const void*>(t);
+    return {};
+  }
   static Status enable_peer_access(int from, int to) {
     CUdevice a, b;
     cuDeviceGet(&a, from);

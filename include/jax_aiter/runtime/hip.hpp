@@ -255,16 +255,8 @@ struct HipPeerMemory {
         if (hipError_t e = hipMemset(slot, 0, sizeof(K::PeerSlot)); e != hipSuccess) {
           return Hip::error(e, "hipMemset(peer slot)");
         }
-        void* box = nullptr;
-        if (hipError_t e = hipHostMalloc(&box, sizeof(K::PeerMailbox),
-                                         hipHostMallocPortable | hipHostMallocMapped);
-            e != hipSuccess) {
-          return Hip::error(e, "hipHostMalloc(peer mailbox)");
-        }
-        *static_cast<K::PeerMailbox*>(box) = {};
         g.slots[i] = slot;
-        g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
-        return {};
+        return new_mailbox(g, i);
       }));
     }
     for (int i = 0; i < g.devices.count; ++i) {
@@ -289,25 +281,10 @@ struct HipPeerMemory {
     K::PeerTable table{};
     for (int i = 0; i < g.devices.count; ++i) {
       table.slots[i] = static_cast<K::PeerSlot*>(g.slots[i]);
-      void* mapped = nullptr;
-      if (hipError_t e = hipHostGetDevicePointer(&mapped, g.mailboxes[i], 0); e != hipSuccess) {
-        return Hip::error(e, "hipHostGetDevicePointer(peer mailbox)");
-      }
-      table.mailboxes[i] = static_cast<K::PeerMailbox*>(mapped);
+      JAX_AITER_RETURN_IF_ERROR(mailbox_on_device(g, i, table));
     }
     for (int i = 0; i < g.devices.count; ++i) {
-      JAX_AITER_RETURN_IF_ERROR(on_device(ids[i], [&]() -> Status {
-        void* t = nullptr;
-        if (hipError_t e = hipMalloc(&t, sizeof table); e != hipSuccess) {
-          return Hip::error(e, "hipMalloc(peer table)");
-        }
-        if (hipError_t e = hipMemcpy(t, &table, sizeof table, hipMemcpyHostToDevice);
-            e != hipSuccess) {
-          return Hip::error(e, "hipMemcpy(peer table)");
-        }
-        g.tables[i] = t;
-        return {};
-      }));
+      JAX_AITER_RETURN_IF_ERROR(on_device(ids[i], [&]() { return upload_table(g, i, table); }));
     }
     return {};
   }
@@ -315,11 +292,7 @@ struct HipPeerMemory {
   // Across processes (one process per GPU): as CudaPeerMemory, with hipIpcGetMemHandle.
   static Expected<std::string> stage(PeerGroup& g, int position) {
     namespace K = kernels::peer;
-    if (auto other = peer_local_position(g, position); other.ok()) {
-      return FailedPrecondition(
-          StrCat("jax_aiter: the peer tier across processes takes one GPU per process; devices ",
-                 g.local[*other], " and ", g.local[position], " of this process are in one mesh"));
-    }
+    JAX_AITER_RETURN_IF_ERROR(peer_one_device_per_process(g, position));
     std::string handle;
     JAX_AITER_RETURN_IF_ERROR(on_device(g.local[position], [&]() -> Status {
       void* region = nullptr;
@@ -365,34 +338,14 @@ struct HipPeerMemory {
     if (!local) return local.status();
     const int i = *local;
     return on_device(g.local[i], [&]() -> Status {
-      void* box = nullptr;
-      if (hipError_t e = hipHostMalloc(&box, sizeof(K::PeerMailbox),
-                                       hipHostMallocPortable | hipHostMallocMapped);
-          e != hipSuccess) {
-        return Hip::error(e, "hipHostMalloc(peer mailbox)");
-      }
-      *static_cast<K::PeerMailbox*>(box) = {};
-      g.mailboxes[i] = static_cast<K::PeerMailbox*>(box);
+      JAX_AITER_RETURN_IF_ERROR(new_mailbox(g, i));
       K::PeerTable table{};
       for (int j = 0; j < g.devices.count; ++j) {
         table.slots[j] = static_cast<K::PeerSlot*>(g.slots[j]);
         table.staging[j] = g.staging[j];
       }
-      void* mapped = nullptr;
-      if (hipError_t e = hipHostGetDevicePointer(&mapped, box, 0); e != hipSuccess) {
-        return Hip::error(e, "hipHostGetDevicePointer(peer mailbox)");
-      }
-      table.mailboxes[i] = static_cast<K::PeerMailbox*>(mapped);
-      void* t = nullptr;
-      if (hipError_t e = hipMalloc(&t, sizeof table); e != hipSuccess) {
-        return Hip::error(e, "hipMalloc(peer table)");
-      }
-      if (hipError_t e = hipMemcpy(t, &table, sizeof table, hipMemcpyHostToDevice);
-          e != hipSuccess) {
-        return Hip::error(e, "hipMemcpy(peer table)");
-      }
-      g.tables[i] = t;
-      return {};
+      JAX_AITER_RETURN_IF_ERROR(mailbox_on_device(g, i, table));
+      return upload_table(g, i, table);
     });
   }
 
@@ -408,6 +361,41 @@ struct HipPeerMemory {
       }));
       *g.mailboxes[i] = {};
     }
+    return {};
+  }
+
+ private:
+  // Position i's mailbox: pinned host memory, mapped for the devices.
+  static Status new_mailbox(PeerGroup& g, int i) {
+    void* box = nullptr;
+    if (hipError_t e = hipHostMalloc(&box, sizeof(kernels::peer::PeerMailbox),
+                                     hipHostMallocPortable | hipHostMallocMapped);
+        e != hipSuccess) {
+      return Hip::error(e, "hipHostMalloc(peer mailbox)");
+    }
+    g.mailboxes[i] = static_cast<kernels::peer::PeerMailbox*>(box);
+    *g.mailboxes[i] = {};
+    return {};
+  }
+  // Position i's mailbox as the devices address it, into the table.
+  static Status mailbox_on_device(const PeerGroup& g, int i, kernels::peer::PeerTable& table) {
+    void* mapped = nullptr;
+    if (hipError_t e = hipHostGetDevicePointer(&mapped, g.mailboxes[i], 0); e != hipSuccess) {
+      return Hip::error(e, "hipHostGetDevicePointer(peer mailbox)");
+    }
+    table.mailboxes[i] = static_cast<kernels::peer::PeerMailbox*>(mapped);
+    return {};
+  }
+  // Position i's table, in the current device's memory.
+  static Status upload_table(PeerGroup& g, int i, const kernels::peer::PeerTable& table) {
+    void* t = nullptr;
+    if (hipError_t e = hipMalloc(&t, sizeof table); e != hipSuccess) {
+      return Hip::error(e, "hipMalloc(peer table)");
+    }
+    if (hipError_t e = hipMemcpy(t, &table, sizeof table, hipMemcpyHostToDevice); e != hipSuccess) {
+      return Hip::error(e, "hipMemcpy(peer table)");
+    }
+    g.tables[i] = t;
     return {};
   }
 };

@@ -158,6 +158,16 @@ inline Expected<int> peer_local_position(const PeerGroup& g, int but = -1) {
                                    " devices: none of them staged in this process"));
 }
 
+// GPU backends map every peer's memory into one device of this process: staging `position` is
+// refused when another device of this process is in the group already.
+inline Status peer_one_device_per_process(const PeerGroup& g, int position) {
+  auto other = peer_local_position(g, position);
+  if (!other) return {};
+  return FailedPrecondition(
+      StrCat("jax_aiter: the peer tier across processes takes one GPU per process; devices ",
+             g.local[*other], " and ", g.local[position], " of this process are in one mesh"));
+}
+
 // The key of a group: its devices, and across processes its staging buffer's size.
 inline std::string peer_group_key(std::string_view devices, int64_t staging_bytes) {
   return staging_bytes == 0 ? std::string(devices) : StrCat(devices, "/", staging_bytes);
