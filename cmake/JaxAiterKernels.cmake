@@ -34,7 +34,9 @@ get_filename_component(JAX_AITER_INCLUDE_DIR "${JAX_AITER_INCLUDE_DIR}" ABSOLUTE
 find_program(JAX_AITER_CLANG NAMES clang++-22 DOC "clang++ able to target gfx942/gfx950")
 find_program(JAX_AITER_NVCC NAMES nvcc HINTS /usr/local/cuda/bin DOC "nvcc for sm_90 cubins")
 # nvcc's options for our sm_90 kernels (also used by the tests that read their PTX).
-set(JAX_AITER_NVCC_OPTIONS -arch=sm_90 -O3 -std=c++17 -x cu)
+# sm_90a: the wgmma and setmaxnreg of the GEMM engine; its cubins load on compute capability 9.0
+# exactly (H100, H200). The -gencode form: nvcc 13.0 runs -arch=sm_90a through an sm_90 pass too.
+set(JAX_AITER_NVCC_OPTIONS -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -x cu)
 set(JAX_AITER_AITER_ROOT "" CACHE PATH "AITER checkout whose hsa/<arch>/ code objects to embed")
 option(JAX_AITER_DEVICE_CODE "Compile kernel code objects (OFF: host code only, embedding nothing)"
        ON)

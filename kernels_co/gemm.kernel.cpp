@@ -8,11 +8,13 @@
 // kernels instantiated are exactly the X-macro JAX_AITER_GEMM_TILES of
 // include/jax_aiter/kernels/shared/gemm.h, times {bf16, f16} x {aligned, any}.
 //
-// Build (sm_90): nvcc -cubin -arch=sm_90 -O3 -std=c++17 -x cu -I kernels_co/include -I include
-// (mma.sync needs no sm_90a features). Static shared memory only (48 KiB at most a block).
+// Build (sm_90): nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -x cu
+// -I kernels_co/include -I include (the w tile's wgmma and setmaxnreg need sm_90a). The t and s
+// tiles use static shared memory only (48 KiB at most a block); the w tile, dynamic.
 #include "jax_aiter/kernels/shared/gemm.h"
 #include "jax_aiter_gemm_stream.hpp"
 #include "jax_aiter_gemm_tile.hpp"
+#include "jax_aiter_gemm_wgmma.hpp"
 
 namespace ja {
 
@@ -119,6 +121,94 @@ JA_DEVICE void gemm_tile_kernel(const void* a, const void* b, const void* bias, 
   store_block<E>(t, bias, out, partials, M, N, m0, n0, z, rows, cols, out_dtype, splits);
 }
 
+// Where block (x, y, z) of the w tile's grid (N / BN, M / BM, splits) works: split z; inside a
+// split, tiles visited in groups of kGroupM rows of tiles, M fastest inside a group, so that the
+// blocks resident at once share A's and B's rows in L2.
+template <int BM, int BN>
+JA_DEVICE void wgmma_tile_place(int M, int N, int& m0, int& n0) {
+  constexpr int kGroupM = 8;
+  const int tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;  // the grid's x and y
+  const int id = block_id_y() * tiles_n + block_id();
+  const int group = id / (kGroupM * tiles_n), first_m = group * kGroupM;
+  const int group_m = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
+  const int in_group = id - group * kGroupM * tiles_n;
+  m0 = (first_m + in_group % group_m) * BM;
+  n0 = (in_group / group_m) * BN;
+}
+
+// The w tile: GemmWgmma on sm_90 for aligned operands; otherwise t128x128's GemmTile run by the
+// first kGemmWgmmaFallbackThreads threads on each half of the tile (the rest exit, which
+// releases the barriers they would have joined on both vendors; 64 accumulators a thread fit the
+// 168 registers the 384-thread launch bounds leave, t128x256's 128 spilled).
+template <typename E, int BM, int BN, int THREADS, bool kAligned>
+JA_DEVICE void gemm_wgmma_tile_kernel(const void* a, const void* b, const void* bias, void* out,
+                                      void* partials, int M, int N, int K, int k_chunk,
+                                      int out_dtype, int splits) {
+  int m0, n0;
+  wgmma_tile_place<BM, BN>(M, N, m0, n0);
+  const int z = block_id_z();
+  const int64_t k_first = static_cast<int64_t>(z) * k_chunk;
+  const int k_begin = k_first < K ? static_cast<int>(k_first) : K;
+  const int k_end = K - k_begin < k_chunk ? K : k_begin + k_chunk;
+  const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
+  const int64_t ld = 2 * static_cast<int64_t>(K);  // both operands are K-major, unpadded
+  const WgmmaJob job{{static_cast<const unsigned char*>(a) + m0 * ld, ld},
+                     rows,
+                     {static_cast<const unsigned char*>(b) + n0 * ld, ld},
+                     cols,
+                     k_begin,
+                     k_end};
+  using Fallback =
+      GemmTile<E, BM, BN / 2, kGemmWgmmaFallbackBK, kGemmWgmmaFallbackThreads, kAligned>;
+#if defined(__CUDACC__)
+  using W = GemmWgmma<WgmmaDense16<E>, gemm::kWgmmaStages>;
+  static_assert(W::kSmemBytes == gemm::kWgmmaSmemBytes && W::kThreads == THREADS);
+  static_assert(Fallback::kSmemElems * 2 <= gemm::kWgmmaSmemBytes);
+  unsigned char* smem = dynamic_shared();
+  if (dynamic_shared_bytes() < gemm::kWgmmaSmemBytes) __trap();  // a plan that gave too little
+  if constexpr (kAligned) {
+    W w;
+    if (!w.run(smem, job)) return;
+    store_block<E>(w, bias, out, partials, M, N, m0, n0, z, rows, cols, out_dtype, splits);
+    return;
+  }
+#else
+  JA_SHARED Pack<uint16_t, 8> smem_chunks[Fallback::kSmemElems / 8];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smem_chunks);
+#endif
+  if (thread_id() >= kGemmWgmmaFallbackThreads) return;
+  for (int half = 0; half < 2 && half * (BN / 2) < cols; ++half) {
+    const int nh = n0 + half * (BN / 2), cols_h = N - nh < BN / 2 ? N - nh : BN / 2;
+    const Operand bh{job.b.base + half * (BN / 2) * ld, ld};
+    Fallback t;
+    t.run(reinterpret_cast<uint16_t*>(smem), job.a, rows, bh, cols_h, k_begin, k_end);
+    store_block<E>(t, bias, out, partials, M, N, m0, nh, z, rows, cols_h, out_dtype, splits);
+  }
+}
+
+// Blocks a multiprocessor should hold, by tile (the launch bounds' minimum).
+template <typename E, int BM, int BN, int BK, int THREADS, bool kAligned, bool kStream, bool kWgmma>
+constexpr int gemm_min_blocks() {
+  if constexpr (kWgmma) {
+    return 1;  // the register cap setmaxnreg needs; its shared memory holds one block anyway
+  } else {
+    return BlockAlgo<E, BM, BN, BK, THREADS, kAligned, kStream>::type::kMinBlocks;
+  }
+}
+
+template <typename E, int BM, int BN, int BK, int THREADS, bool kAligned, bool kStream, bool kWgmma>
+JA_DEVICE void gemm_kernel(const void* a, const void* b, const void* bias, void* out,
+                           void* partials, int M, int N, int K, int k_chunk, int out_dtype,
+                           int splits) {
+  if constexpr (kWgmma) {
+    gemm_wgmma_tile_kernel<E, BM, BN, THREADS, kAligned>(a, b, bias, out, partials, M, N, K,
+                                                         k_chunk, out_dtype, splits);
+  } else {
+    gemm_tile_kernel<E, BM, BN, BK, THREADS, kAligned, kStream>(a, b, bias, out, partials, M, N, K,
+                                                                k_chunk, out_dtype, splits);
+  }
+}
+
 // out[m, n] = sum over z (in order) of partials[z, m, n] (+ bias[n]): kReduceVec consecutive
 // outputs a thread, 16-byte loads when the planes allow it.
 JA_DEVICE void gemm_reduce(const void* partials, const void* bias, void* out, int M, int N,
@@ -172,16 +262,17 @@ JA_DEVICE void gemm_reduce(const void* partials, const void* bias, void* out, in
 
 // One kernel per (tile, input dtype, load variant); the parameter list is GemmArgs'.
 #define JA_GEMM_KERNEL(tag, E, name, BM, BN, BK, THREADS, variant, aligned)                      \
-  JA_KERNEL_BOUNDED_RESIDENT(THREADS,                                                            \
-                             (ja::BlockAlgo<ja::E, BM, BN, BK, THREADS, aligned,                 \
-                                            ja::gemm_stream_tile(#name)>::type::kMinBlocks))     \
+  JA_KERNEL_BOUNDED_RESIDENT(                                                                    \
+      THREADS, (ja::gemm_min_blocks<ja::E, BM, BN, BK, THREADS, aligned,                         \
+                                    ja::gemm_stream_tile(#name), ja::gemm_wgmma_tile(#name)>())) \
   void jax_aiter_gemm_##tag##_##name##_##variant(const void* a, const void* b, const void* bias, \
                                                  void* out, void* partials, int M, int N, int K, \
                                                  int k_chunk, int out_dtype, int splits) {       \
     ja::wait_for_prior_grids();                                                                  \
     ja::allow_dependent_grids();                                                                 \
-    ja::gemm_tile_kernel<ja::E, BM, BN, BK, THREADS, aligned, ja::gemm_stream_tile(#name)>(      \
-        a, b, bias, out, partials, M, N, K, k_chunk, out_dtype, splits);                         \
+    ja::gemm_kernel<ja::E, BM, BN, BK, THREADS, aligned, ja::gemm_stream_tile(#name),            \
+                    ja::gemm_wgmma_tile(#name)>(a, b, bias, out, partials, M, N, K, k_chunk,     \
+                                                out_dtype, splits);                              \
   }
 #define JA_GEMM_TILE_KERNELS(name, BM, BN, BK, THREADS)                \
   JA_GEMM_KERNEL(bf16, BF16, name, BM, BN, BK, THREADS, aligned, true) \

@@ -84,6 +84,10 @@ struct WarpLayout {
 // `any` kernels; every kernel on AMD): BM x max(BN, 64) with BK 32, so that a warp arrangement
 // exists; it computes the block's BN columns (and zero columns past them).
 JA_HD constexpr bool gemm_stream_tile(const char* name) { return name[0] == 's'; }
+// Whether it is the wgmma tile (jax_aiter_gemm_wgmma.hpp on sm_90; elsewhere, and for its `any`
+// kernels, t128x128's GemmTile on 256 of its threads, once per half of the tile).
+JA_HD constexpr bool gemm_wgmma_tile(const char* name) { return name[0] == 'w'; }
+inline constexpr int kGemmWgmmaFallbackBK = 32, kGemmWgmmaFallbackThreads = 256;
 JA_HD constexpr int gemm_stream_fallback_bn(int bn) { return bn < 64 ? 64 : bn; }
 inline constexpr int kGemmStreamFallbackBK = 32;
 

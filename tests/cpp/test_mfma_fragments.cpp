@@ -322,16 +322,19 @@ TEST(TileLayout, SwizzleBK32) { check_layout<32>(); }
 TEST(TileLayout, SwizzleBK64) { check_layout<64>(); }
 TEST(TileLayout, SwizzleBK128) { check_layout<128>(); }
 
-// Every portable tile (AMD: THREADS / 64 waves; a decode tile as the GemmTile it runs there) and
-// every twin's compute tile, bf16 and f16.
+// Every portable tile (AMD: THREADS / 64 waves; a decode or wgmma tile as the GemmTile it runs
+// there) and every twin's compute tile, bf16 and f16.
 TEST(MfmaFragments, PortableTiles) {
   uint32_t seed = 1;
-#define JA_CHECK_TILE(name, BM, BN, BK, THREADS)                                                  \
-  for (Kind kind : {Kind::kBF16, Kind::kF16}) {                                                   \
-    constexpr bool kStream = ja::gemm_stream_tile(#name);                                         \
-    constexpr int kBN = kStream ? ja::gemm_stream_fallback_bn(BN) : BN;                           \
-    constexpr int kBK = kStream ? ja::kGemmStreamFallbackBK : BK;                                 \
-    EXPECT_EQ((run_block<BM, kBN, kBK, THREADS / 64>(kind, kDocumented, 3, seed++)), 0) << #name; \
+#define JA_CHECK_TILE(name, BM, BN, BK, THREADS)                                                   \
+  for (Kind kind : {Kind::kBF16, Kind::kF16}) {                                                    \
+    constexpr bool kStream = ja::gemm_stream_tile(#name), kWgmma = ja::gemm_wgmma_tile(#name);     \
+    constexpr int kBN = kStream ? ja::gemm_stream_fallback_bn(BN) : kWgmma ? BN / 2 : BN;          \
+    constexpr int kBK = kStream  ? ja::kGemmStreamFallbackBK                                       \
+                        : kWgmma ? ja::kGemmWgmmaFallbackBK                                        \
+                                 : BK;                                                             \
+    constexpr int kThreads = kWgmma ? ja::kGemmWgmmaFallbackThreads : THREADS;                     \
+    EXPECT_EQ((run_block<BM, kBN, kBK, kThreads / 64>(kind, kDocumented, 3, seed++)), 0) << #name; \
   }
   JAX_AITER_GEMM_TILES(JA_CHECK_TILE)
 #undef JA_CHECK_TILE
@@ -489,14 +492,17 @@ int run_block_sm90(int nkt, uint32_t seed) {
 
 TEST(MmaSyncFragments, PortableAndTwinTiles) {
   uint32_t seed = 200;
-  // A decode tile as the GemmTile its `any` kernels run (its streaming kernels use no ldmatrix:
-  // the GPU check, tests/gpu/cuda_gemm_kernels.cpp, covers them).
-#define JA_CHECK_TILE(name, BM, BN, BK, THREADS)                                    \
-  {                                                                                 \
-    constexpr bool kStream = ja::gemm_stream_tile(#name);                           \
-    constexpr int kBN = kStream ? ja::gemm_stream_fallback_bn(BN) : BN;             \
-    constexpr int kBK = kStream ? ja::kGemmStreamFallbackBK : BK;                   \
-    EXPECT_EQ((run_block_sm90<BM, kBN, kBK, THREADS / 32>(3, seed++)), 0) << #name; \
+  // A decode or wgmma tile as the GemmTile its `any` kernels run (its streaming / wgmma kernels
+  // use no ldmatrix: the GPU check, tests/gpu/cuda_gemm_kernels.cpp, covers them).
+#define JA_CHECK_TILE(name, BM, BN, BK, THREADS)                                               \
+  {                                                                                            \
+    constexpr bool kStream = ja::gemm_stream_tile(#name), kWgmma = ja::gemm_wgmma_tile(#name); \
+    constexpr int kBN = kStream ? ja::gemm_stream_fallback_bn(BN) : kWgmma ? BN / 2 : BN;      \
+    constexpr int kBK = kStream  ? ja::kGemmStreamFallbackBK                                   \
+                        : kWgmma ? ja::kGemmWgmmaFallbackBK                                    \
+                                 : BK;                                                         \
+    constexpr int kThreads = kWgmma ? ja::kGemmWgmmaFallbackThreads : THREADS;                 \
+    EXPECT_EQ((run_block_sm90<BM, kBN, kBK, kThreads / 32>(3, seed++)), 0) << #name;           \
   }
   JAX_AITER_GEMM_TILES(JA_CHECK_TILE)
 #undef JA_CHECK_TILE

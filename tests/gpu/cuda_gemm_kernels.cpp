@@ -76,6 +76,7 @@ std::vector<uint16_t> random_matrix(In t, size_t n, std::mt19937& rng) {
 struct Kernel {
   CUfunction f = nullptr;
   size_t arg_bytes = 0;  // the end of the last parameter: what a launch passes
+  uint32_t shared = 0;   // dynamic shared memory a launch gives (KernelInfo::dynamic_shared)
   std::string symbol;
 };
 
@@ -84,13 +85,18 @@ struct Kernel {
 // end within our struct. `fields_beyond` lists fields that may lie past the block (the semaphore of
 // the AITER rows that declare none).
 Kernel resolve(CUmodule m, std::string_view symbol, std::span<const jk::ArgField> fields,
-               size_t struct_bytes) {
+               size_t struct_bytes, uint32_t shared = 0) {
   Kernel k;
   k.symbol = std::string(symbol);
+  k.shared = shared;
   if (cuModuleGetFunction(&k.f, m, k.symbol.c_str()) != CUDA_SUCCESS) {
     verdict(false, "params " + k.symbol + ": not in the cubin");
     k.f = nullptr;
     return k;
+  }
+  if (shared > 48 * 1024) {
+    CHECK_CU(cuFuncSetAttribute(k.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(shared)));
   }
   std::map<size_t, size_t> params;  // offset -> size
   for (size_t i = 0;; ++i) {
@@ -123,7 +129,7 @@ void launch(const Kernel& k, Grid g, unsigned block, const Args& args, CUstream 
   size_t size = k.arg_bytes;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Args*>(&args),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  CHECK_CU(cuLaunchKernel(k.f, g.x, g.y, g.z, block, 1, 1, 0, s, nullptr, extra));
+  CHECK_CU(cuLaunchKernel(k.f, g.x, g.y, g.z, block, 1, 1, k.shared, s, nullptr, extra));
 }
 
 unsigned cdiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
@@ -190,7 +196,7 @@ void check_portable(CUmodule mod) {
         const auto& info = jk::gemm_kernel(
             t, in == In::kBF16 ? jax_aiter::DType::kBF16 : jax_aiter::DType::kF16, aligned);
         kernels[std::string(info.symbol)] =
-            resolve(mod, info.symbol, info.fields, sizeof(jk::GemmArgs));
+            resolve(mod, info.symbol, info.fields, sizeof(jk::GemmArgs), info.dynamic_shared);
       }
     }
   }
@@ -467,17 +473,17 @@ void bench(CUmodule mod, int sms) {
   for (size_t t = 0; t < jk::kGemmTiles.size(); ++t) {
     const auto& info = jk::gemm_kernel(t, jax_aiter::DType::kBF16, true);
     kernels[std::string(jk::kGemmTiles[t].name)] =
-        resolve(mod, info.symbol, info.fields, sizeof(jk::GemmArgs));
+        resolve(mod, info.symbol, info.fields, sizeof(jk::GemmArgs), info.dynamic_shared);
   }
   const Kernel reduce = resolve(mod, jk::kGemmReduceKernel.symbol, jk::kGemmReduceKernel.fields,
                                 sizeof(jk::GemmReduceArgs));
-  const std::vector<const char*> big = {"t128x128", "t128x256", "t128x128w4"};
-  const std::vector<const char*> mid = {"t128x128", "t128x256", "t128x128w4", "t64x128"};
+  const std::vector<const char*> big = {"t128x128w4", "w128x256"};
+  const std::vector<const char*> mid = {"t128x128w4", "t64x128", "w128x256"};
   const std::vector<const char*> dec = {"t16x128", "s16x16", "s16x32", "s16x64"};
   const BenchCase cases[] = {
       {4096, 4096, 4096, big, {1}},         {8192, 8192, 8192, big, {1}},
       {1, 4096, 4096, dec, {1, 2, 4, 8}},   {16, 4096, 4096, dec, {1, 2, 4, 8}},
-      {128, 4096, 4096, mid, {1, 2, 4}},    {1, 8192, 28672, dec, {1, 2, 4, 8}},
+      {128, 4096, 4096, mid, {1, 2, 4, 8}}, {1, 8192, 28672, dec, {1, 2, 4, 8}},
       {16, 8192, 28672, dec, {1, 2, 4, 8}}, {128, 8192, 28672, mid, {1, 2, 4, 8}}};
   std::printf("\ndevice-to-device copy: %.0f GB/s (read + write)\n", copy_gbs());
   std::mt19937 rng(7);

@@ -67,14 +67,20 @@ struct GemmTile {
 };
 
 namespace gemm_detail {
-constexpr KernelInfo kernel(std::string_view symbol) {
-  return {kGemmCodeObject, symbol, sizeof(GemmArgs), kGemmFields};
+// The w tile's kernels (all four: the `any` ones run in the same launch shape) take the wgmma
+// engine's dynamic shared memory.
+constexpr KernelInfo kernel(std::string_view symbol, std::string_view tile) {
+  KernelInfo k{kGemmCodeObject, symbol, sizeof(GemmArgs), kGemmFields};
+  if (tile[0] == 'w') k.dynamic_shared = gemm::kWgmmaSmemBytes;
+  return k;
 }
 // clang-format off
 #define JA_GEMM_TILE(name, BM, BN, BK, THREADS) GemmTile{#name, BM, BN, BK, THREADS},
-#define JA_GEMM_KERNELS(name, BM, BN, BK, THREADS)                                            \
-  kernel("jax_aiter_gemm_bf16_" #name "_aligned"), kernel("jax_aiter_gemm_bf16_" #name "_any"), \
-  kernel("jax_aiter_gemm_f16_" #name "_aligned"), kernel("jax_aiter_gemm_f16_" #name "_any"),
+#define JA_GEMM_KERNELS(name, BM, BN, BK, THREADS)                      \
+  kernel("jax_aiter_gemm_bf16_" #name "_aligned", #name),               \
+  kernel("jax_aiter_gemm_bf16_" #name "_any", #name),                   \
+  kernel("jax_aiter_gemm_f16_" #name "_aligned", #name),                \
+  kernel("jax_aiter_gemm_f16_" #name "_any", #name),
 inline constexpr GemmTile kTiles[] = {JAX_AITER_GEMM_TILES(JA_GEMM_TILE)};
 inline constexpr KernelInfo kKernels[] = {JAX_AITER_GEMM_TILES(JA_GEMM_KERNELS)};
 #undef JA_GEMM_TILE
@@ -98,5 +104,6 @@ constexpr gemm::OutType gemm_out_type(DType t) {
 }
 
 static_assert(gemm_kernel(0, DType::kF16, false).symbol == "jax_aiter_gemm_f16_t128x128w4_any");
+static_assert(gemm_kernel(0, DType::kBF16, true).dynamic_shared == 0);
 
 }  // namespace jax_aiter::kernels

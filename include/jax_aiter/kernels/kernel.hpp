@@ -59,6 +59,9 @@ struct KernelInfo {
   // layouts AITER's code objects of this kernel may declare (AbiVariant).
   std::string_view abi = {};
   std::span<const AbiVariant> variants = {};
+  // The dynamic shared memory its launches give it (0: none). Above 48 KiB a CUDA kernel must opt
+  // in once (the CUDA backend does when it resolves the kernel).
+  uint32_t dynamic_shared = 0;
 };
 
 // The portable cluster size limit of sm_90 (larger ones need an opt-in per kernel).

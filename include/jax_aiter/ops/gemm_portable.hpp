@@ -2,17 +2,20 @@
 // the ASM tier does not take (f16, K % 64 != 0, N no row's tile divides, f16 out, ...).
 //
 // The rule: decode calls (M <= kGemmStreamMaxM) on sm_90 take the weight-streaming tile
-// kGemmDecodeTile (an s tile: B straight from global memory into mma registers); everything else
-// the t tile with the largest BM not above M (the first in list order; the smallest t tile below
-// that). If the grid has fewer than two blocks per compute unit, K is split so that it does, each
+// kGemmDecodeTile (an s tile: B straight from global memory into mma registers); M >= 128 with
+// K % 8 == 0 on sm_90 the wgmma tile kGemmWgmmaTile; everything else the t tile with the largest
+// BM not above M (the first in list order; the smallest t tile below that). If the grid has fewer
+// than two blocks per compute unit (one for the s and w tiles), K is split so that it does, each
 // split at least 4 K-tiles long, at most gemm_max_split(M, N) (its float32 partials must fit the
 // workspace); the splits write partials and jax_aiter_gemm_reduce sums them in split order (no
-// atomics: the result is the same bits every run). The t tiles are listed largest first
-// (t128x128w4 leads), so "the first with BM <= M" is the largest that fits. Tiles the rule names
-// nowhere (the other s tiles) are there to be timed (tests/gpu/cuda_gemm_kernels.cpp bench).
-// A forced split (splitk 2..16) replaces the rule's: it runs exactly as asked, each split whole K
-// tiles, or the tier says no (more splits than K tiles, or than the workspace holds partials for:
-// gemm_max_split). A forced AITER kernel is not ours to run: the tier says no.
+// atomics: the result is the same bits every run). A w tile splits only into one wave (blocks x
+// splits <= compute units): a second wave of a few blocks costs as long as the first. The t tiles
+// are listed largest first (t128x128w4 leads), so "the first with BM <= M" is the largest that
+// fits. Tiles the rule names nowhere (the other s tiles) are there to be timed
+// (tests/gpu/cuda_gemm_kernels.cpp bench). A forced split (splitk 2..16) replaces the rule's: it
+// runs exactly as asked, each split whole K tiles, or the tier says no (more splits than K tiles,
+// or than the workspace holds partials for: gemm_max_split). A forced AITER kernel is not ours to
+// run: the tier says no.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +41,7 @@ struct GemmPortableChoice {
 
 inline constexpr int64_t kGemmStreamMaxM = 16;
 inline constexpr std::string_view kGemmDecodeTile = "s16x16";
+inline constexpr std::string_view kGemmWgmmaTile = "w128x256";
 
 // The index of the tile named `name` in kernels::kGemmTiles (its size when there is none).
 constexpr size_t gemm_tile_index(std::string_view name) {
@@ -49,17 +53,21 @@ constexpr size_t gemm_tile_index(std::string_view name) {
 }
 static_assert(gemm_tile_index(kGemmDecodeTile) < kernels::kGemmTiles.size());
 static_assert(kernels::kGemmTiles[gemm_tile_index(kGemmDecodeTile)].bm >= kGemmStreamMaxM);
+static_assert(gemm_tile_index(kGemmWgmmaTile) < kernels::kGemmTiles.size());
 
-// streams: the target runs the s tiles' streaming kernels (sm_90; elsewhere they fall back to a
-// GemmTile, never better than a t tile's). requested: a forced split (1: none), which the choice
-// takes as far as whole K tiles allow (the caller compares).
+// sm90: the target runs the s tiles' streaming kernels and the w tile's wgmma (sm_90; elsewhere
+// they fall back to a GemmTile, never better than a t tile's). requested: a forced split (1:
+// none), which the choice takes as far as whole K tiles allow (the caller compares).
 constexpr GemmPortableChoice choose_portable_gemm(int64_t m, int64_t n, int64_t k,
-                                                  int compute_units, bool streams = false,
+                                                  int compute_units, bool sm90 = false,
                                                   std::optional<int64_t> requested = {}) {
   const auto tiles = kernels::kGemmTiles;
   GemmPortableChoice c;
-  if (streams && m <= kGemmStreamMaxM) {
+  const size_t wgmma = gemm_tile_index(kGemmWgmmaTile);
+  if (sm90 && m <= kGemmStreamMaxM) {
     c.tile = gemm_tile_index(kGemmDecodeTile);
+  } else if (sm90 && m >= tiles[wgmma].bm && k % 8 == 0) {
+    c.tile = wgmma;
   } else {
     size_t smallest = tiles.size();
     c.tile = tiles.size();
@@ -76,11 +84,12 @@ constexpr GemmPortableChoice choose_portable_gemm(int64_t m, int64_t n, int64_t 
   // unsplit from one block per SM (s16x16 at 256-512 blocks: 2040-2923 GB/s split 1, slower split
   // 2-8); the t tiles want two blocks per SM but no more than 4 splits (128x8192x28672: 4 splits
   // 0.265 ms, 5 splits 0.341 ms; 128x4096x4096: 4 splits 0.034 ms, 9 splits 0.039 ms).
-  const bool stream = t.name[0] == 's';
-  const int64_t wanted = (stream ? 1 : 2) * int64_t{compute_units};
+  const bool stream = t.name[0] == 's', wgmma_tile = c.tile == wgmma;
+  const int64_t wanted = (stream || wgmma_tile ? 1 : 2) * int64_t{compute_units};
   const int64_t most = std::min({gemm_max_split(m, n), std::max<int64_t>(k / (4 * t.bk), 1),
                                  stream ? kGemmMaxSplit : int64_t{4}});
   int64_t splits = blocks < wanted ? std::min(ceil_div(wanted, blocks), most) : 1;
+  if (wgmma_tile) splits = std::clamp<int64_t>(wanted / blocks, 1, most);
   if (requested) splits = std::min(*requested, ceil_div(k, int64_t{t.bk}));
   c.k_chunk = splits > 1 ? ceil_div(ceil_div(k, splits), t.bk) * t.bk : k;
   c.splits = ceil_div(k, c.k_chunk);  // no empty split
@@ -125,10 +134,11 @@ struct GemmPortableTier {
                                  static_cast<int32_t>(c.k_chunk),
                                  kernels::gemm_out_type(p.out.dtype),
                                  static_cast<int32_t>(c.splits)};
-    plan.launch(kernels::gemm_kernel(c.tile, p.a.dtype, aligned),
+    const kernels::KernelInfo& kernel = kernels::gemm_kernel(c.tile, p.a.dtype, aligned);
+    plan.launch(kernel,
                 {static_cast<uint32_t>(ceil_div(n, tile.bn)),
                  static_cast<uint32_t>(ceil_div(m, tile.bm)), static_cast<uint32_t>(c.splits)},
-                {static_cast<uint32_t>(tile.threads), 1, 1}, args);
+                {static_cast<uint32_t>(tile.threads), 1, 1}, args, kernel.dynamic_shared);
     if (c.splits > 1) {
       namespace G = kernels::gemm;
       const kernels::GemmReduceArgs reduce{partials,

@@ -202,6 +202,14 @@ struct Cuda {
       if (!bytes) return bytes.status();
       k.param_bytes = *bytes;
       CUfunction f = k.function;
+      if (info.dynamic_shared > 48 * 1024) {
+        if (CUresult r = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            static_cast<int>(info.dynamic_shared));
+            r != CUDA_SUCCESS) {
+          return error(r, StrCat("cuFuncSetAttribute(", symbol, ", max dynamic shared memory ",
+                                 info.dynamic_shared, ")"));
+        }
+      }
       auto blocks_per_sm = [&](int threads) -> Expected<int> {
         int blocks = 0;
         CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, 0);

@@ -15,6 +15,14 @@ enum OutType : int { kOutBF16 = 0, kOutF16 = 1, kOutF32 = 2 };
 inline constexpr int kReduceThreads = 256;
 inline constexpr int kReduceVec = 4;
 
+// The wgmma tile (sm_90, kernels_co/include/jax_aiter_gemm_wgmma.hpp): stages of its shared-memory
+// ring and the dynamic shared memory its launches give (the stages of (128 + 256) rows x 128
+// bytes, their 2 x kWgmmaStages mbarriers, 1024 bytes to align the swizzle atoms). Every launch of
+// a w tile's kernels passes it (the `any` kernels use the first 48 KiB), the kernels check it.
+inline constexpr int kWgmmaStages = 4;
+inline constexpr int kWgmmaSmemBytes =
+    kWgmmaStages * (128 + 256) * 128 + 2 * kWgmmaStages * 8 + 1024;
+
 }  // namespace jax_aiter::kernels::gemm
 
 // The block tiles built, X(name, BM, BN, BK, THREADS): for each, kernels for bf16 and f16 inputs,
@@ -36,6 +44,11 @@ inline constexpr int kReduceVec = 4;
 // memory straight into mma operand registers, BN / 16 warps along N times the rest along K; one
 // step of the block reads BK contiguous elements of each of its BN rows. Their `any` kernels,
 // and all of them on AMD, run a GemmTile of BM x max(BN, 64), BK 32.
+// The w tile (sm_90 only; the plan takes it there for M >= 128, K % 8 == 0): wgmma + a 4-stage
+// cp.async/mbarrier ring, one producer and two consumer warpgroups (384 threads), kWgmmaSmemBytes
+// of dynamic shared memory; its `any` kernels, and all of them on AMD, run t128x128's GemmTile on
+// each half of the tile on threads 0-255 (the others exit; exited threads release a barrier on
+// both vendors).
 #define JAX_AITER_GEMM_TILES(X)    \
   X(t128x128w4, 128, 128, 32, 128) \
   X(t128x128, 128, 128, 32, 256)   \
@@ -45,4 +58,5 @@ inline constexpr int kReduceVec = 4;
   X(t16x128, 16, 128, 32, 256)     \
   X(s16x16, 16, 16, 1024, 256)     \
   X(s16x32, 16, 32, 512, 256)      \
-  X(s16x64, 16, 64, 256, 256)
+  X(s16x64, 16, 64, 256, 256)      \
+  X(w128x256, 128, 256, 64, 384)

@@ -1,0 +1,163 @@
+// The sm_90a instructions of the wgmma GEMM engine (jax_aiter_gemm_wgmma.hpp): the shared-memory
+// matrix descriptor, wgmma m64n256k16 with float accumulators, the mbarrier operations of its
+// stage ring, the proxy fence and the register hand-over between warpgroups. CUDA only, built for
+// sm_90a (cmake/JaxAiterKernels.cmake: -gencode arch=compute_90a,code=sm_90a; wgmma and setmaxnreg
+// exist on no other target). Facts restated from NVIDIA's PTX ISA 8.x/9.0: "Asynchronous
+// Warpgroup Level Matrix Multiply-Accumulate" (wgmma, its descriptor and register fragments),
+// "mbarrier", "cp.async.mbarrier.arrive", "setmaxnreg", "membar/fence" (fence.proxy.async).
+#pragma once
+
+#if defined(__CUDACC__)
+
+#include "jax_aiter_device.hpp"
+
+namespace ja::sm90 {
+
+// Descriptor of a K-major operand tile in the 128-byte swizzle: rows of 128 bytes (64 16-bit
+// elements), 8-row atoms of 1024 bytes back to back, 16-byte chunk c of row r stored at chunk
+// c ^ (r % 8) of the row: TileLayout<64> of jax_aiter_mma.hpp, which the producers write. The
+// swizzle acts on address bits, so every atom must be 1024-byte aligned. Fields (PTX ISA "Matrix
+// Descriptor Format"): start address >> 4 in bits [0, 14), leading-dimension byte offset >> 4 in
+// [16, 30) (unused when K-major rows are swizzled; 1 as is customary), stride byte offset >> 4 in
+// [32, 46) (one 8-row atom to the next: 1024), layout in [62, 64) (1: 128-byte swizzle).
+JA_DEVICE uint64_t sw128_desc(uint32_t smem_addr) {
+  return uint64_t{(smem_addr & 0x3FFFFu) >> 4} | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
+         (uint64_t{1} << 62);
+}
+// One k-step of 16 elements inside the 128-byte rows: 32 bytes on the start address (the hardware
+// swizzles the address it forms, so stepping inside an atom is a plain add).
+inline constexpr uint64_t kSw128KStep = 32 >> 4;
+
+// The PTX type of a 16-bit operand family in wgmma.
+template <typename E>
+struct WgmmaInput;
+template <>
+struct WgmmaInput<BF16> {
+  static constexpr bool kBf16 = true;
+};
+template <>
+struct WgmmaInput<F16> {
+  static constexpr bool kBf16 = false;
+};
+
+// d[64 x 256] += a[64 x 16] . b[256 x 16]^T for one warpgroup, both operands K-major in shared
+// memory (descriptors), float accumulators in registers: d[i] of thread t (warp w = t / 32 of the
+// warpgroup, lane l) holds row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i
+// % 2. The 128 accumulators are named one by one: an asm operand list takes no pack expansion.
+#define JA_WGMMA_M64N256K16(TYPE)                                                             \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                               \
+  "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE                                \
+  "\n{"                                                                                       \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "     \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "     \
+  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "     \
+  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, "     \
+  "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, "     \
+  "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, " \
+  "%104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, "      \
+  "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "                               \
+  "},\n%128, %129, p, 1, 1, 0, 0;\n}\n"
+template <typename E>
+JA_DEVICE void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  if constexpr (WgmmaInput<E>::kBf16) {
+    asm volatile(
+        JA_WGMMA_M64N256K16("bf16")
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+          "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+          "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+          "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else {
+    asm volatile(
+        JA_WGMMA_M64N256K16("f16")
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+          "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+          "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+          "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+}
+#undef JA_WGMMA_M64N256K16
+
+// Ordering of a warpgroup's wgmma: fence before the first wgmma that reads accumulators other
+// instructions touched, commit the issued ones as a group, wait until at most N groups are pending.
+JA_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+JA_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+JA_DEVICE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Pins accumulators in place around the asynchronous wgmma: the compiler may not move their reads
+// or writes across this point (it cannot see that a wgmma still owns them).
+template <int N>
+JA_DEVICE void hold_registers(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared memory written through the generic proxy (cp.async, ordinary stores) and read next by
+// the async proxy (wgmma's operands): the reader's fence after it has acquired the data.
+JA_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// mbarriers of the stage ring (8 bytes of shared memory each).
+JA_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count)
+               : "memory");
+}
+JA_DEVICE void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+}
+// Arrives on bar once every cp.async this thread issued before has landed; .noinc: the arrival is
+// one of the count the barrier was initialised with.
+JA_DEVICE void mbarrier_arrive_on_copies(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(shared_address(bar))
+               : "memory");
+}
+JA_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  wait_phase(reinterpret_cast<unsigned long long*>(bar), parity);
+}
+
+// Hands registers between the warpgroups of a block launched with a register cap (launch bounds
+// with a minimum of one block): every thread of a warpgroup executes the same one.
+template <int N>
+JA_DEVICE void registers_release() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+JA_DEVICE void registers_claim() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+}  // namespace ja::sm90
+
+#endif  // __CUDACC__
