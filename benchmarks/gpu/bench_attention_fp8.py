@@ -29,8 +29,8 @@ def main():
         q8, k8, v8 = (jnp.asarray(t / sc, f8) for t, sc in zip((q, k, v), scales))
         qb, kb, vb = (t.astype(jnp.bfloat16) for t in (q, k, v))
         fns = {
-            "ours bf16": (jax.jit(lambda q, k, v: jax_aiter.flash_attn_func(q, k, v, causal=causal)),
-                          (qb, kb, vb)),
+            "ours bf16": (jax.jit(lambda q, k, v: jax_aiter.flash_attn_func(
+                q, k, v, causal=causal)), (qb, kb, vb)),
             "ours fp8": (jax.jit(lambda q, k, v, a, bb, c: jax_aiter.flash_attn_func(
                 q, k, v, causal=causal, q_descale=a, k_descale=bb, v_descale=c)),
                 (q8, k8, v8, *scales)),

@@ -183,7 +183,8 @@ def _move(ex, arrays, src, identity=False):
         main, side = side, jnp.zeros((side.shape[0], 0), jnp.uint8)
     staging = 0
     if ex.local:  # across processes: every rank's block of both fields, in its staging buffer
-        staging = n * c * (main.shape[1] * main.dtype.itemsize + side.shape[1] * side.dtype.itemsize)
+        row_bytes = main.shape[1] * main.dtype.itemsize + side.shape[1] * side.dtype.itemsize
+        staging = n * c * row_bytes
         _set_up_across_processes(ex, staging)
     out = _call.call("aiter.peer_all_to_all",
                      inputs={"rows": main, "side": side, "src": src, "position": ex.position()},

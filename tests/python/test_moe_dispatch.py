@@ -420,6 +420,7 @@ def _peer_call(**change):
     (dict(stride=0), "attribute stride: expected 1 <= stride"),
     (dict(devices="0,1,2,3,4,5,6,7", stride=3), "attribute stride: expected"),
     (dict(timeout_ms=0), "attribute timeout_ms: expected 1 to 3600000, got 0"),
+    (dict(staging_bytes=100), "attribute staging_bytes: expected 0 .* or at least 768 "),
 ])
 def test_peer_op_bad_inputs_are_named(change, match):
     from jax_aiter import _call
@@ -427,7 +428,8 @@ def test_peer_op_bad_inputs_are_named(change, match):
     names = ("rows", "side", "src", "position")
     inputs = {k: jax.ShapeDtypeStruct(call[k][1], call[k][0]) for k in names}
     outputs = {k: (call[k][1], call[k][0]) for k in ("recv", "side_recv", "counts", "status")}
-    attributes = {k: call[k] for k in ("devices", "stride", "timeout_ms")}
+    attributes = {k: call[k] for k in ("devices", "stride", "timeout_ms", "staging_bytes")
+                  if k in call}
     with pytest.raises(ValueError, match="aiter.peer_all_to_all: " + match):
         _call.validate("aiter.peer_all_to_all", inputs=inputs, outputs=outputs,
                        attributes=attributes)

@@ -234,6 +234,7 @@ def test_gemm_backward():
 
 # ---- quantized GEMMs ---------------------------------------------------------------------------
 
+@functools.cache  # once per process: each partitioner mode would quantize (and compile) again
 def _quantized_cases():
     x = _rand((64, 256), jnp.float32)
     w = _rand((512, 256), jnp.float32, seed=1, scale=0.1)
