@@ -407,7 +407,9 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
   const int left = p.window_left, right = p.window_right;
   const Range keys = keys_seen(m0, imin(m0 + BM, s.q_len), s, left, right);
   const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
-  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+  // At least one tile (rows that see no key score one masked tile): every consumer step then
+  // runs unconditionally, which keeps the wgmma off branches.
+  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 1;
 
   const In* const q = static_cast<const In*>(p.q) + b * p.q_batch_stride +
                       (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
@@ -1078,8 +1080,8 @@ struct AttnFwdWg {
                 1024 + (1 + 2 * kStages) * kTileBytes + 8 * (1 + 3 * kStages));
   // setmaxnreg's split (the GEMM engine's): it moves registers within what the block got at launch,
   // 168 a thread under launch bounds (384, 1); a split asking for more waits forever (32 / 240
-  // hung on the H100). The producer's copies need 40 (one running address: NOTES.md).
-  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  // hung on the H100). o, s and two P tiles need 240 (232 spilled 24 bytes).
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= 168 * kThreads);
 };
 
@@ -1176,7 +1178,7 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   // it syncs, the other arrives). Consumer 1 lets consumer 0 go first and skips its last pass.
   const auto turn_wait = [&] { sm90::named_barrier_sync(1 + wg, 256); };
   const auto turn_pass = [&] { sm90::named_barrier_arrive(2 - wg, 256); };
-  if (wg == 1 && ntiles > 0) turn_pass();
+  if (wg == 1) turn_pass();
 
   float o[64];
   JA_UNROLL
@@ -1186,9 +1188,12 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   const uint64_t dq = sm90::sw128_desc(sq + row0 * 128);
   const auto stage_k = [&](int t) { return stages + (t % S) * 2 * W::kTileBytes; };
 
+  // P of two consecutive tiles in two arrays (the loop below is unrolled by two): the softmax of
+  // tile t writes one while P V of t - 1 reads the other. One array and a copy let the compiler
+  // merge them, and ptxas then serialises every wgmma (C7513).
+  using PFrag = uint32_t[W::BN / 16][4];
   float sc[64];
-  uint32_t pp[W::BN / 16][4];  // P of the tile whose P V is in flight
-  uint32_t pn[W::BN / 16][4];  // P of the tile just scored
+  PFrag pa0, pa1;
   float alpha[2];
   const auto issue_s = [&](int t) {
     const uint64_t dk = sm90::sw128_desc(stage_k(t));
@@ -1199,7 +1204,7 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
     }
     sm90::wgmma_commit();
   };
-  const auto issue_pv = [&](int t) {
+  const auto issue_pv = [&](int t, const PFrag& pp) {
     const uint64_t dv = sm90::sw128_mn_desc(stage_k(t) + W::kTileBytes, W::kHalfBytes);
     JA_UNROLL
     for (int kk = 0; kk < W::BN / 16; ++kk) {
@@ -1210,7 +1215,7 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   // Scores of tile t (in sc) to P (pn) with the online softmax: new row maxima, alpha (the
   // factor o still owes), running sums. Log2 units, -inf where masked (only tiles that cross a
   // mask edge test each element).
-  const auto softmax = [&](int t) {
+  const auto softmax = [&](int t, PFrag& pn) {
     const int n = n_first + t * BN;
     const bool check = !tile_unmasked(m0 + row0, m0 + row0 + 64, n, n + BN, s, left, right);
     JA_UNROLL
@@ -1249,66 +1254,55 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
       for (int r = 0; r < 4; ++r) pn[kk][r] = pack2<E>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
     }
   };
-  const auto take_p = [&] {
-    JA_UNROLL
-    for (int kk = 0; kk < W::BN / 16; ++kk) {
-      JA_UNROLL
-      for (int r = 0; r < 4; ++r) pp[kk][r] = pn[kk][r];
-    }
-  };
-
   // Tile t's scores are issued with tile t - 1's P V (FA3 section 3.2): the softmax of t runs
-  // while P V of t - 1 is in flight; o is rescaled once that product has landed.
-  // Measured: ptxas serialises these wgmma (C7513: the copy into pp below defines registers a
-  // wgmma in flight reads), so the overlap does not happen yet (NOTES.md, W2 and W3).
-  if (ntiles > 0) {
-    sm90::mbarrier_wait(&full_k[0], 0);
-    sm90::fence_proxy_async();
-    turn_wait();
-    sm90::wgmma_fence();
-    issue_s(0);
-    turn_pass();
-    sm90::wgmma_wait<0>();
-    sm90::hold_registers(sc);
-    softmax(0);
-    take_p();
-  }
-  for (int t = 1; t < ntiles; ++t) {
-    sm90::mbarrier_wait(&full_k[t % S], (t / S) & 1);
-    sm90::mbarrier_wait(&full_v[(t - 1) % S], ((t - 1) / S) & 1);
+  // while P V of t - 1 is in flight; o is rescaled once that product has landed. The loop runs
+  // steps 1 .. t_last in pairs, with no wgmma under a branch (ptxas serialises every wgmma of a
+  // kernel that has one on a path it cannot prove uniform, C7520): step ntiles scores the last
+  // tile again unused, and a step past it multiplies a zero P into the last V tile.
+  const int t_last = ntiles + (ntiles & 1);
+  const auto step = [&](int t, PFrag& pp, PFrag& pn) {
+    const int tk = imin(t, ntiles - 1), tv = imin(t - 1, ntiles - 1);
+    sm90::mbarrier_wait(&full_k[tk % S], (tk / S) & 1);
+    sm90::mbarrier_wait(&full_v[tv % S], (tv / S) & 1);
     sm90::fence_proxy_async();
     turn_wait();
     sm90::wgmma_fence();
     sm90::hold_registers(o);
-    issue_s(t);
-    issue_pv(t - 1);
-    turn_pass();
+    issue_s(tk);
+    issue_pv(tv, pp);
+    if (wg == 0 || t != t_last) turn_pass();
     sm90::wgmma_wait<1>();  // the scores of t
     sm90::hold_registers(sc);
-    softmax(t);
+    if (t < ntiles) {
+      softmax(t, pn);
+    } else {
+      JA_UNROLL
+      for (int kk = 0; kk < W::BN / 16; ++kk) {
+        JA_UNROLL
+        for (int r = 0; r < 4; ++r) pn[kk][r] = 0u;
+      }
+      alpha[0] = alpha[1] = 1.f;
+    }
     sm90::wgmma_wait<0>();  // P V of t - 1: its stage is free, o is ours again
     sm90::hold_registers(o);
     JA_UNROLL
     for (int kk = 0; kk < W::BN / 16; ++kk) sm90::hold_registers(pp[kk]);
-    if (arrives) sm90::mbarrier_arrive(&empty[(t - 1) % S]);
+    if (arrives && t - 1 < ntiles) sm90::mbarrier_arrive(&empty[tv % S]);
     JA_UNROLL
     for (int i = 0; i < 64; ++i) o[i] *= alpha[(i / 2) % 2];
-    take_p();
-  }
-  if (ntiles > 0) {
-    const int t = ntiles - 1;
-    sm90::mbarrier_wait(&full_v[t % S], (t / S) & 1);
-    sm90::fence_proxy_async();
-    turn_wait();
-    sm90::wgmma_fence();
-    sm90::hold_registers(o);
-    issue_pv(t);
-    if (wg == 0) turn_pass();
-    sm90::wgmma_wait<0>();
-    sm90::hold_registers(o);
-    JA_UNROLL
-    for (int kk = 0; kk < W::BN / 16; ++kk) sm90::hold_registers(pp[kk]);
-    if (arrives) sm90::mbarrier_arrive(&empty[t % S]);
+  };
+  sm90::mbarrier_wait(&full_k[0], 0);
+  sm90::fence_proxy_async();
+  turn_wait();
+  sm90::wgmma_fence();
+  issue_s(0);
+  turn_pass();
+  sm90::wgmma_wait<0>();
+  sm90::hold_registers(sc);
+  softmax(0, pa0);
+  for (int t = 1; t <= t_last; t += 2) {
+    step(t, pa0, pa1);
+    step(t + 1, pa1, pa0);
   }
 
   // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row); a NaN
