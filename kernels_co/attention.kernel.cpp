@@ -43,10 +43,13 @@
 // d128 / b16 s1024 hq=hk=16 d64 causal / b1 s16384 hq32 hk8 d128 causal. What limits it: the
 // tensor pipe is ~37% busy; mma.sync with ~6 issued instructions and 0.56 ldmatrix per HMMA in the
 // forward loop, 8 warps an SM (255 registers), and 48 KiB of static shared memory (no 128 x 64
-// tile, no K/V double buffer); more warps with smaller tiles measured slower. wgmma (sm_90a) is
-// the next step. Tiles and register caps below are the best of the variants measured (NOTES.md).
+// tile, no K/V double buffer); more warps with smaller tiles measured slower. On sm_90 the 128
+// bucket's plain forward runs attn_fwd_wg below instead (wgmma, warp-specialised: 296 / 340 / 338
+// TFLOP/s on the d128 shapes above, 2026-11-28). Tiles and register caps below are the best of the
+// variants measured (NOTES.md).
 #include "jax_aiter/kernels/shared/attention.h"
 #include "jax_aiter_attn_mma.hpp"
+#include "jax_aiter_wgmma.hpp"
 
 namespace ja {
 
@@ -404,7 +407,9 @@ JA_DEVICE void attn_fwd_tile(const FwdParams& p, const Seq& s, int m0) {
   const int left = p.window_left, right = p.window_right;
   const Range keys = keys_seen(m0, imin(m0 + BM, s.q_len), s, left, right);
   const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
-  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+  // At least one tile (rows that see no key score one masked tile): every consumer step then
+  // runs unconditionally, which keeps the wgmma off branches.
+  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 1;
 
   const In* const q = static_cast<const In*>(p.q) + b * p.q_batch_stride +
                       (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
@@ -1052,6 +1057,281 @@ JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
   }
 }
 
+// ---- sm_90 forward: wgmma with warp specialisation ----------------------------------------------
+//
+// FlashAttention-3's forward structure (Shah et al., "FlashAttention-3: Fast and Accurate
+// Attention with Asynchrony and Low-precision", 2024), on the GEMM engine's primitives
+// (jax_aiter_wgmma.hpp): warpgroup 0 produces, copying Q once and then K and V tiles of 128 keys
+// with cp.async into a ring of kWgStages (3) stages (128-byte swizzled rows, mbarriers `full_k`,
+// `full_v`, `empty`); warpgroups 1 and 2 each own 64 query rows: S = Q K^T by wgmma from shared
+// memory, the online softmax in registers, O += P V by wgmma with P from registers (the accumulator
+// layout of S is the A-operand layout once packed to 16 bits) and V read MN-major through the
+// transpose flag, so V is stored as loaded. O stays in registers; key tiles no row of the block
+// sees are not loaded (causal). Taken by plans for sm_90 only (ops/attention_portable.hpp states
+// the rule).
+#if defined(__CUDACC__)
+struct AttnFwdWg {
+  static constexpr int BM = attn::kWgRowsQ, BN = 128, D = 128, kStages = attn::kWgStages;
+  static constexpr int kThreads = attn::kWgThreads;
+  static constexpr int kHalfBytes = 128 * 128;       // 64 columns (one swizzled row) x 128 rows
+  static constexpr int kTileBytes = 2 * kHalfBytes;  // 128 rows x 128 columns, 16-bit
+  static_assert(BM == 128 && BN == 128 && kThreads == 3 * 128);
+  static_assert(attn::kWgSmemBytes ==
+                1024 + (1 + 2 * kStages) * kTileBytes + 8 * (1 + 3 * kStages));
+  // setmaxnreg's split (the GEMM engine's): it moves registers within what the block got at launch,
+  // 168 a thread under launch bounds (384, 1); a split asking for more waits forever (32 / 240
+  // hung on the H100). o, s and two P tiles need 240 (232 spilled 24 bytes).
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= 168 * kThreads);
+};
+
+// Rows [0, rows) and columns [0, cols) (cols a multiple of 8) of a 128 x 128 tile at g (row
+// stride `stride` elements) into its two swizzled 64-column halves at dst; the rest zero. The
+// producer warpgroup's 128 threads: thread t copies 16-byte chunk t % 16 of rows t / 16 + 8 p,
+// which all share row % 8, hence the swizzled chunk.
+JA_DEVICE void wg_load_tile(uint32_t dst, const uint16_t* g, long long stride, int rows, int cols) {
+  const int t = thread_id() % 128, c = t % 16, r0 = t / 16;
+  const uint32_t d0 = dst + (c / 8) * AttnFwdWg::kHalfBytes + r0 * 128 + ((c % 8) ^ r0) * 16;
+  const bool col_ok = c * 8 < cols;
+  // One running address (the producer holds few registers: 16 precomputed ones spilled).
+  const uint16_t* src = g + r0 * stride + c * 8;
+  const long long step = 8 * stride;
+  uint32_t d = d0;
+  JA_UNROLL
+  for (int p = 0; p < 16; ++p) {
+    const bool ok = col_ok && r0 + 8 * p < rows;
+    cp_async_16(d, ok ? src : g, ok);
+    src += step;
+    d += 1024;
+  }
+}
+
+template <typename E>
+JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
+  using W = AttnFwdWg;
+  constexpr int BN = W::BN, S = W::kStages;
+  const Seq s = sequence(p, block_id_z());
+  const int m0 = block_id() * W::BM;
+  if (m0 >= s.q_len) return;
+  const int b = block_id_z(), h = block_id_y();
+  const int hk = h / (p.heads_q / p.heads_k);
+  const int left = p.window_left, right = p.window_right;
+  const Range keys = keys_seen(m0, imin(m0 + W::BM, s.q_len), s, left, right);
+  const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
+  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+
+  unsigned char* smem_raw = dynamic_shared();
+  if (dynamic_shared_bytes() < attn::kWgSmemBytes) __trap();  // a plan that gave too little
+  const uint32_t raw = shared_address(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;  // the swizzle's atoms are 1024-byte aligned
+  const uint32_t sq = base, stages = base + W::kTileBytes;
+  uint64_t* const bar_q =
+      reinterpret_cast<uint64_t*>(smem_raw + (base - raw) + (1 + 2 * S) * W::kTileBytes);
+  uint64_t* const full_k = bar_q + 1;
+  uint64_t* const full_v = full_k + S;
+  uint64_t* const empty = full_v + S;
+  if (thread_id() == 0) {
+    sm90::mbarrier_init(bar_q, 128);  // every producer thread, once its copies landed
+    for (int i = 0; i < S; ++i) {
+      sm90::mbarrier_init(&full_k[i], 128);
+      sm90::mbarrier_init(&full_v[i], 128);
+      sm90::mbarrier_init(&empty[i], 8);  // lane 0 of each consumer warp
+    }
+  }
+  barrier();
+
+  const uint16_t* const q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                            (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
+  const uint16_t* const kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                             s.k_start * p.k_seq_stride + hk * p.k_head_stride;
+  const uint16_t* const vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                             s.k_start * p.v_seq_stride + hk * p.v_head_stride;
+
+  if (thread_id() < 128) {  // the producer
+    sm90::registers_release<W::kProducerRegs>();
+    wg_load_tile(sq, q, p.q_seq_stride, s.q_len - m0, p.head_dim);
+    sm90::mbarrier_arrive_on_copies(bar_q);
+    for (int t = 0; t < ntiles; ++t) {
+      const int st = t % S, n = n_first + t * BN;
+      if (t >= S) sm90::mbarrier_wait(&empty[st], ((t / S) - 1) & 1);
+      const uint32_t sk = stages + st * 2 * W::kTileBytes;
+      wg_load_tile(sk, kg + n * p.k_seq_stride, p.k_seq_stride, s.k_len - n, p.head_dim);
+      sm90::mbarrier_arrive_on_copies(&full_k[st]);
+      wg_load_tile(sk + W::kTileBytes, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n,
+                   p.head_dim_v);
+      sm90::mbarrier_arrive_on_copies(&full_v[st]);
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  sm90::registers_claim<W::kConsumerRegs>();
+
+  const int tw = thread_id() % 128, warp = tw / kWarp, lane = tw % kWarp;
+  const int wg = thread_id() / 128 - 1;                 // consumer 0 or 1
+  const int row0 = 64 * wg;                             // this warpgroup's first row in the block
+  const int r_lane = m0 + row0 + 16 * warp + lane / 4;  // row of slot 0 (slot 1: + 8)
+  const int c_lane = 2 * (lane % 4);                    // column of element 0 in each 8-block
+  const float scale2 = p.scale * kLog2e;
+  const bool arrives = lane == 0;
+  // Ping-pong (FA3 section 3.1): the two consumers take turns issuing their products, so one's
+  // softmax runs under the other's wgmma. Named barrier 1 + w: consumer w's turn (256 threads:
+  // it syncs, the other arrives). Consumer 1 lets consumer 0 go first and skips its last pass.
+  const auto turn_wait = [&] { sm90::named_barrier_sync(1 + wg, 256); };
+  const auto turn_pass = [&] { sm90::named_barrier_arrive(2 - wg, 256); };
+  if (wg == 1) turn_pass();
+
+  float o[64];
+  JA_UNROLL
+  for (int i = 0; i < 64; ++i) o[i] = 0.f;
+  float m_run[2] = {-inf(), -inf()}, l_run[2] = {0.f, 0.f};  // log2 units; partial sums
+  sm90::mbarrier_wait(bar_q, 0);
+  const uint64_t dq = sm90::sw128_desc(sq + row0 * 128);
+  const auto stage_k = [&](int t) { return stages + (t % S) * 2 * W::kTileBytes; };
+
+  // P of two consecutive tiles in two arrays (the loop below is unrolled by two): the softmax of
+  // tile t writes one while P V of t - 1 reads the other. One array and a copy let the compiler
+  // merge them, and ptxas then serialises every wgmma (C7513).
+  using PFrag = uint32_t[W::BN / 16][4];
+  float sc[64];
+  PFrag pa0, pa1;
+  float alpha[2];
+  const auto issue_s = [&](int t) {
+    const uint64_t dk = sm90::sw128_desc(stage_k(t));
+    JA_UNROLL
+    for (int kk = 0; kk < W::D / 16; ++kk) {
+      const uint64_t off = (kk / 4) * (W::kHalfBytes >> 4) + (kk % 4) * sm90::kSw128KStep;
+      sm90::wgmma_m64n128k16_ss<E>(sc, dq + off, dk + off, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+  };
+  const auto issue_pv = [&](int t, const PFrag& pp) {
+    const uint64_t dv = sm90::sw128_mn_desc(stage_k(t) + W::kTileBytes, W::kHalfBytes);
+    JA_UNROLL
+    for (int kk = 0; kk < W::BN / 16; ++kk) {
+      sm90::wgmma_m64n128k16_rs_tb<E>(o, pp[kk], dv + kk * sm90::kSw128MnKStep);
+    }
+    sm90::wgmma_commit();
+  };
+  // Scores of tile t (in sc) to P (pn) with the online softmax: new row maxima, alpha (the
+  // factor o still owes), running sums. Log2 units, -inf where masked (only tiles that cross a
+  // mask edge test each element).
+  const auto softmax = [&](int t, PFrag& pn) {
+    const int n = n_first + t * BN;
+    const bool check = !tile_unmasked(m0 + row0, m0 + row0 + 64, n, n + BN, s, left, right);
+    JA_UNROLL
+    for (int i = 0; i < 64; ++i) {
+      sc[i] *= scale2;
+      if (check) {
+        const int qi = r_lane + 8 * ((i / 2) % 2), kj = n + 8 * (i / 4) + c_lane + i % 2;
+        if (!visible(qi, kj, s, left, right)) sc[i] = -inf();
+      }
+    }
+    float mx[2][2] = {{-inf(), -inf()}, {-inf(), -inf()}};  // two chains a row
+    JA_UNROLL
+    for (int i = 0; i < 64; ++i) mx[(i / 2) % 2][i / 32] = fmax_(mx[(i / 2) % 2][i / 32], sc[i]);
+    float m_use[2];
+    JA_UNROLL
+    for (int sl = 0; sl < 2; ++sl) {
+      float m = fmax_(mx[sl][0], mx[sl][1]);
+      m = fmax_(m, shuffle_xor(m, 1));
+      m = fmax_(m, shuffle_xor(m, 2));
+      const float m_new = fmax_(m_run[sl], m);
+      m_use[sl] = m_new == -inf() ? 0.f : m_new;  // a row with nothing visible yet
+      alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
+      m_run[sl] = m_new;
+    }
+    float rs[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+    JA_UNROLL
+    for (int i = 0; i < 64; ++i) {
+      sc[i] = fast_exp2(sc[i] - m_use[(i / 2) % 2]);
+      rs[(i / 2) % 2][i / 32] += sc[i];
+    }
+    JA_UNROLL
+    for (int sl = 0; sl < 2; ++sl) l_run[sl] = l_run[sl] * alpha[sl] + (rs[sl][0] + rs[sl][1]);
+    JA_UNROLL
+    for (int kk = 0; kk < W::BN / 16; ++kk) {
+      JA_UNROLL
+      for (int r = 0; r < 4; ++r) pn[kk][r] = pack2<E>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+    }
+  };
+  // Tile t's scores are issued with tile t - 1's P V (FA3 section 3.2): the softmax of t runs
+  // while P V of t - 1 is in flight; o is rescaled once that product has landed. The loop runs
+  // steps 1 .. t_last in pairs, with no wgmma under a branch (ptxas serialises every wgmma of a
+  // kernel that has one on a path it cannot prove uniform, C7520): step ntiles scores the last
+  // tile again unused, and a step past it multiplies a zero P into the last V tile.
+  const int t_last = ntiles + (ntiles & 1);
+  const auto step = [&](int t, PFrag& pp, PFrag& pn) {
+    const int tk = imin(t, ntiles - 1), tv = imin(t - 1, ntiles - 1);
+    sm90::mbarrier_wait(&full_k[tk % S], (tk / S) & 1);
+    sm90::mbarrier_wait(&full_v[tv % S], (tv / S) & 1);
+    sm90::fence_proxy_async();
+    turn_wait();
+    sm90::wgmma_fence();
+    sm90::hold_registers(o);
+    issue_s(tk);
+    issue_pv(tv, pp);
+    if (wg == 0 || t != t_last) turn_pass();
+    sm90::wgmma_wait<1>();  // the scores of t
+    sm90::hold_registers(sc);
+    if (t < ntiles) {
+      softmax(t, pn);
+    } else {
+      JA_UNROLL
+      for (int kk = 0; kk < W::BN / 16; ++kk) {
+        JA_UNROLL
+        for (int r = 0; r < 4; ++r) pn[kk][r] = 0u;
+      }
+      alpha[0] = alpha[1] = 1.f;
+    }
+    sm90::wgmma_wait<0>();  // P V of t - 1: its stage is free, o is ours again
+    sm90::hold_registers(o);
+    JA_UNROLL
+    for (int kk = 0; kk < W::BN / 16; ++kk) sm90::hold_registers(pp[kk]);
+    if (arrives && t - 1 < ntiles) sm90::mbarrier_arrive(&empty[tv % S]);
+    JA_UNROLL
+    for (int i = 0; i < 64; ++i) o[i] *= alpha[(i / 2) % 2];
+  };
+  sm90::mbarrier_wait(&full_k[0], 0);
+  sm90::fence_proxy_async();
+  turn_wait();
+  sm90::wgmma_fence();
+  issue_s(0);
+  turn_pass();
+  sm90::wgmma_wait<0>();
+  sm90::hold_registers(sc);
+  softmax(0, pa0);
+  for (int t = 1; t <= t_last; t += 2) {
+    step(t, pa0, pa1);
+    step(t + 1, pa1, pa0);
+  }
+
+  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row); a NaN
+  // score makes l NaN, hence out and lse (as attn_fwd_tile).
+  float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
+  uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
+                        s.q_start * p.o_seq_stride + h * p.o_head_stride;
+  JA_UNROLL
+  for (int sl = 0; sl < 2; ++sl) {
+    float l = l_run[sl];
+    l += shuffle_xor(l, 1);
+    l += shuffle_xor(l, 2);
+    const float inv = l == 0.f ? 0.f : 1.f / l;
+    const int qi = r_lane + 8 * sl;
+    if (qi >= s.q_len) continue;
+    if (lane % 4 == 0) lse[qi] = l == 0.f ? inf() : (m_run[sl] + fast_log2(l)) * kLn2;
+    uint16_t* const row = out + qi * p.o_seq_stride;
+    JA_UNROLL
+    for (int j = 0; j < W::D / 8; ++j) {
+      const int c = 8 * j + c_lane;
+      if (c < p.head_dim_v) {
+        *reinterpret_cast<uint32_t*>(row + c) =
+            pack2<E>(o[4 * j + 2 * sl] * inv, o[4 * j + 2 * sl + 1] * inv);
+      }
+    }
+  }
+}
+#endif  // __CUDACC__
+
 }  // namespace ja
 
 // ---- the kernels: parameter lists from the header's X-macros ------------------------------------
@@ -1114,6 +1394,24 @@ JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
 JAX_AITER_ATTN_KERNELS(JA_ATTN_BUCKET_KERNELS)
 JAX_AITER_ATTN_DTYPES(JA_ATTN_DTYPE_KERNELS)
 JAX_AITER_ATTN_FP8_KERNELS(JA_ATTN_FP8_KERNEL)
+
+// sm_90's wgmma forward (attn_fwd_wg); on AMD the symbols exist for the shared kernel table and
+// trap: no plan for a gfx arch takes them.
+#define JA_ATTN_WG_KERNEL(tag, Elem)                                       \
+  JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::attention::kWgThreads, 1) \
+  void jax_aiter_attn_fwd_wg_##tag##_d128(JA_ATTN_FWD_PARAMS) {            \
+    ja::wait_for_prior_grids();                                            \
+    ja::allow_dependent_grids();                                           \
+    JA_ATTN_WG_BODY(Elem)                                                  \
+  }
+#if defined(__CUDACC__)
+#define JA_ATTN_WG_BODY(Elem) ja::attn_fwd_wg<ja::Elem>(ja::FwdParams{JA_ATTN_FWD_NAMES});
+#else  // the parameters read once (no unused ones), then a trap
+#define JA_ATTN_WG_BODY(Elem)             \
+  (void)ja::FwdParams{JA_ATTN_FWD_NAMES}; \
+  __builtin_trap();
+#endif
+JAX_AITER_ATTN_WG_KERNELS(JA_ATTN_WG_KERNEL)
 
 JA_KERNEL_BOUNDED(jax_aiter::kernels::attention::kMaskThreads)
 void jax_aiter_attn_dropout_mask(JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_PARAM_F,

@@ -109,6 +109,109 @@ JA_DEVICE void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_
 }
 #undef JA_WGMMA_M64N256K16
 
+// A V-like operand for B: stored [k][n] (N contiguous, "MN-major"), in the same 128-byte swizzled
+// rows the producers write for K-major tiles (row = one k, 64 n a row, 8-row atoms of 1024 bytes).
+// With the transpose flag wgmma reads it as B[n][k]. Fields as sw128_desc, with MN-major meanings
+// (PTX ISA "Shared Memory Matrix Layout", canonical MN-major 128B layout): leading byte offset =
+// from one 64-column block of n to the next (mn_block_bytes), stride byte offset = from one 8-row
+// group of k to the next (1024).
+JA_DEVICE uint64_t sw128_mn_desc(uint32_t smem_addr, uint32_t mn_block_bytes) {
+  return uint64_t{(smem_addr & 0x3FFFFu) >> 4} | (uint64_t{(mn_block_bytes >> 4) & 0x3FFFu} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+// One k-step of 16 rows of an MN-major operand: two 8-row atoms.
+inline constexpr uint64_t kSw128MnKStep = 2048 >> 4;
+
+// d[64 x 128] (+)= a[64 x 16] . b[128 x 16]^T, a and b K-major in shared memory (the attention
+// forward's S = Q K^T); accumulator layout as m64n256k16's, 64 a thread.
+#define JA_WGMMA_M64N128K16_SS(TYPE)                                                           \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                                 \
+  "\n{"                                                                                        \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63 "                                                    \
+  "},\n%64, %65, p, 1, 1, 0, 0;\n}\n"
+// d[64 x 128] += a[64 x 16] . b, a from registers (four 32-bit registers a thread: the
+// accumulator layout of a 64 x 16 block, packed in pairs), b MN-major in shared memory (the
+// transpose flag): the attention forward's O += P V with P never leaving registers.
+#define JA_WGMMA_M64N128K16_RS_TB(TYPE)                                                        \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                                 \
+  "\n{"                                                                                        \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63 "                                                    \
+  "},\n{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+template <typename E>
+JA_DEVICE void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  if constexpr (WgmmaInput<E>::kBf16) {
+    asm volatile(JA_WGMMA_M64N128K16_SS("bf16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else {
+    asm volatile(JA_WGMMA_M64N128K16_SS("f16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+}
+template <typename E>
+JA_DEVICE void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b) {
+  if constexpr (WgmmaInput<E>::kBf16) {
+    asm volatile(JA_WGMMA_M64N128K16_RS_TB("bf16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+  } else {
+    asm volatile(JA_WGMMA_M64N128K16_RS_TB("f16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+  }
+}
+#undef JA_WGMMA_M64N128K16_SS
+#undef JA_WGMMA_M64N128K16_RS_TB
+
 // Ordering of a warpgroup's wgmma: fence before the first wgmma that reads accumulators other
 // instructions touched, commit the issued ones as a group, wait until at most N groups are pending.
 JA_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -125,9 +228,26 @@ JA_DEVICE void hold_registers(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The same for registers a wgmma reads (its A operand from registers): they must stay unchanged
+// until the wait that covers it, so their live range reaches past that wait.
+template <int N>
+JA_DEVICE void hold_registers(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
 // Shared memory written through the generic proxy (cp.async, ordinary stores) and read next by
 // the async proxy (wgmma's operands): the reader's fence after it has acquired the data.
 JA_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Named barriers between warpgroups (ids 1-15; 0 is the block's barrier): sync waits until
+// `threads` threads have arrived or synced on id, arrive counts this warp without waiting.
+JA_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+JA_DEVICE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 // mbarriers of the stage ring (8 bytes of shared memory each).
 JA_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {

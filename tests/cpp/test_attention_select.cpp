@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "jax_aiter/ops/attention_asm.hpp"
+#include "jax_aiter/ops/attention_portable.hpp"
 #ifdef JAX_AITER_TEST_KERNARG_CHECK
 #include "jax_aiter/runtime/kernarg_check.hpp"
 #endif
@@ -1790,6 +1791,60 @@ TEST(Conformance, Gfx942BatchWindowsAsAitersPython) {
       EXPECT_NE(d.text().find("CK"), std::string::npos) << d.text();
     }
   }
+}
+
+// The portable forward on sm_90 takes the wgmma kernel for 16-bit batch calls in the 128 head-dim
+// bucket with no bias, ALiBi, dropout or window but causal (ops/attention_portable.hpp); every
+// other call, and every other arch, plans the mma.sync / MFMA kernel.
+TEST(PortablePlan, Sm90WgmmaForwardRule) {
+  const auto fwd_symbol = [](const Case& c) {
+    K::Plan plan;
+    ops::FlashAttnFwdPortableTier::plan(params(c).fwd, c.target(), plan);
+    EXPECT_EQ(plan.count, 1u);
+    return std::string(plan.steps[0].launch.kernel->symbol);
+  };
+  Case c;
+  c.arch = Arch::kSm90;
+  c.hq = 8;
+  c.hk = 2;
+  c.sq = 300;
+  c.causal = true;
+  EXPECT_EQ(fwd_symbol(c), "jax_aiter_attn_fwd_wg_bf16_d128");
+  {
+    K::Plan plan;
+    ops::FlashAttnFwdPortableTier::plan(params(c).fwd, c.target(), plan);
+    const K::Launch& l = plan.steps[0].launch;
+    EXPECT_EQ(l.grid, (K::Dim3{3, 8, 1}));  // 128 query rows a block
+    EXPECT_EQ(l.block, (K::Dim3{384, 1, 1}));
+    EXPECT_EQ(l.shared_bytes, static_cast<uint32_t>(K::attention::kWgSmemBytes));
+    EXPECT_EQ(l.kernel->dynamic_shared, l.shared_bytes);
+  }
+  c.dtype = DType::kF16;
+  c.causal = false;
+  c.d = 96;
+  EXPECT_EQ(fwd_symbol(c), "jax_aiter_attn_fwd_wg_f16_d128");
+  c.d = 128;
+  c.dv = 72;
+  EXPECT_EQ(fwd_symbol(c), "jax_aiter_attn_fwd_wg_f16_d128");
+  c = Case{};
+  c.arch = Arch::kSm90;
+  EXPECT_EQ(fwd_symbol(c), "jax_aiter_attn_fwd_wg_bf16_d128");
+  const auto declined = [&](auto&& change) {
+    Case x = c;
+    change(x);
+    return fwd_symbol(x).find("_wg_") == std::string::npos;
+  };
+  EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kGfx942; }));
+  EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kHost; }));
+  EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 64; }));
+  EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 256; }));
+  EXPECT_TRUE(declined([](Case& x) { x.bias = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.alibi = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.dropout = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.varlen = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.wl = 16; }));
+  EXPECT_TRUE(declined([](Case& x) { x.wr = 16; }));
+  EXPECT_TRUE(declined([](Case& x) { x.dtype = DType::kF8E4M3FN; }));
 }
 
 TEST(Declines, SayWhy) {

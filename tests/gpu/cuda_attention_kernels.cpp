@@ -112,7 +112,26 @@ void resolve(CUmodule m, const jk::KernelInfo& info, bool report) {
   kernels[symbol] = k;
 }
 
+// The target the plans are made for: sm_90, as the CUDA backend's (its forward takes the wgmma
+// kernels where attn_fwd_takes_wgmma says so); JAX_AITER_ATTN_PLAN=host plans as for the host,
+// which runs the mma.sync forward on every case.
+jax_aiter::Target plan_target() {
+  static const bool host = [] {
+    const char* e = std::getenv("JAX_AITER_ATTN_PLAN");
+    return e != nullptr && std::string_view(e) == "host";
+  }();
+  jax_aiter::Target t{};
+  if (!host) t.arch = jax_aiter::Arch::kSm90, t.compute_units = 132;
+  return t;
+}
+
 void resolve_all(CUmodule m) {
+  for (const jk::AttnWgKernel& k : jk::kAttnWgKernels) {
+    resolve(m, k.fwd, true);
+    CHECK_CU(cuFuncSetAttribute(kernels[std::string(k.fwd.symbol)].f,
+                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(k.fwd.dynamic_shared)));
+  }
   for (const jk::AttnKernels& k : jk::kAttnKernels) {
     resolve(m, k.fwd, true);
     resolve(m, k.dkdv, true);
@@ -489,7 +508,7 @@ void check_case(const Case& c, std::mt19937& rng) {
     tcuk = T(cuk, DType::kI32, {L.nseq + 1});
   }
   if (c.p > 0) tkey = T(key, DType::kI32, {2});
-  const jax_aiter::Target target{};
+  const jax_aiter::Target target = plan_target();
 
   ops::FlashAttnFwdParams fp;
   fp.q = Tv(q, dims3(c.b, rq, c.hq, c.d));
@@ -1067,7 +1086,7 @@ ShardOutputs run_shard(const Case& c, const ShardInputs& in, const unsigned key[
     return o;
   }
   jk::Plan fplan;
-  ops::FlashAttnFwdPortableTier::plan(fp, jax_aiter::Target{}, fplan);
+  ops::FlashAttnFwdPortableTier::plan(fp, plan_target(), fplan);
   run_plan(fplan);
 
   ops::FlashAttnBwdParams bp;
@@ -1090,7 +1109,7 @@ ShardOutputs run_shard(const Case& c, const ShardInputs& in, const unsigned key[
   bp.workspace = T(ws, DType::kU8, {ws_bytes});
   jk::Plan bplan;
   bplan.workspace_base = ws.ptr();
-  ops::FlashAttnBwdPortableTier::plan(bp, jax_aiter::Target{}, bplan);
+  ops::FlashAttnBwdPortableTier::plan(bp, plan_target(), bplan);
   run_plan(bplan);
   CHECK_CU(cuCtxSynchronize());
   o.out = {out_dims, 2, download(out)};
@@ -1365,7 +1384,7 @@ void bench(int only, int reps) {
     fp.lse = ops::Tensor::over(lse.ptr(), DType::kF32, {sh.b, sh.hq, sh.s});
     fp.opt = opt;
     jk::Plan fplan;
-    ops::FlashAttnFwdPortableTier::plan(fp, jax_aiter::Target{}, fplan);
+    ops::FlashAttnFwdPortableTier::plan(fp, plan_target(), fplan);
     ops::FlashAttnBwdParams bp;
     bp.dout = Tq(dout), bp.q = fp.q, bp.k = fp.k, bp.v = fp.v, bp.out = fp.out, bp.lse = fp.lse;
     bp.dq = Tq(dq), bp.dk = Tk(dk), bp.dv = Tk(dv);
@@ -1380,7 +1399,7 @@ void bench(int only, int reps) {
     bp.workspace = ops::Tensor::over(ws.ptr(), DType::kU8, {static_cast<int64_t>(ws.bytes)});
     jk::Plan bplan;
     bplan.workspace_base = ws.ptr();
-    ops::FlashAttnBwdPortableTier::plan(bp, jax_aiter::Target{}, bplan);
+    ops::FlashAttnBwdPortableTier::plan(bp, plan_target(), bplan);
 
     auto time = [&](auto&& body) {
       for (int i = 0; i < (reps > 1 ? 3 : 0); ++i) body();

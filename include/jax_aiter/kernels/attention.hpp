@@ -104,6 +104,28 @@ inline constexpr AttnFp8Kernel kFp8Kernels[] = {JAX_AITER_ATTN_FP8_KERNELS(JA_AT
 #undef JA_ATTN_FP8_KERNEL
 }  // namespace attention_detail
 
+// sm_90's wgmma forward, one per 16-bit dtype (kernels/shared/attention.h, kWgRowsQ...).
+struct AttnWgKernel {
+  DType dtype;
+  KernelInfo fwd;
+};
+namespace attention_detail {
+constexpr KernelInfo wg_kernel(std::string_view symbol) {
+  KernelInfo k = fwd_kernel(symbol);
+  k.dynamic_shared = attention::kWgSmemBytes;
+  return k;
+}
+#define JA_ATTN_WG_KERNEL(tag, Elem) \
+  AttnWgKernel{DType::k##Elem, wg_kernel("jax_aiter_attn_fwd_wg_" #tag "_d128")},
+inline constexpr AttnWgKernel kWgKernels[] = {JAX_AITER_ATTN_WG_KERNELS(JA_ATTN_WG_KERNEL)};
+#undef JA_ATTN_WG_KERNEL
+}  // namespace attention_detail
+inline constexpr std::span<const AttnWgKernel> kAttnWgKernels = attention_detail::kWgKernels;
+constexpr const KernelInfo& attn_wg_kernel(DType t) {
+  return t == DType::kF16 ? kAttnWgKernels[1].fwd : kAttnWgKernels[0].fwd;
+}
+static_assert(kAttnWgKernels[1].dtype == DType::kF16);
+
 inline constexpr std::span<const AttnKernels> kAttnKernels = attention_detail::kKernels;
 inline constexpr std::span<const AttnFp8Kernel> kAttnFp8Kernels = attention_detail::kFp8Kernels;
 inline constexpr std::span<const AttnDtypeKernels> kAttnDtypeKernels =

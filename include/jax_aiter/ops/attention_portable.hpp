@@ -121,6 +121,16 @@ constexpr kernels::Dim3 grid3(int64_t rows, int tile, int64_t heads, int64_t bat
 // The float32 delta (rowsum(dout * out)) the portable backward keeps in its workspace.
 constexpr int64_t attn_delta_bytes(const AttnProblem& p) { return p.heads_q * p.total_q * 4; }
 
+// Whether sm_90's wgmma forward (kernels/shared/attention.h, kWgRowsQ) takes a call: bf16 or f16,
+// batch mode, d and dv in the 128 bucket, and no bias, ALiBi, dropout or window other than
+// bottom-right causal. Everything else runs the mma.sync kernels, as on AMD (a choice, not a limit
+// of the structure: those features were left out of the first version to keep it small).
+constexpr bool attn_fwd_takes_wgmma(const AttnProblem& p, const Target& t) {
+  return t.arch == Arch::kSm90 && !p.fp8 && !p.varlen && !p.has_bias && !p.has_alibi &&
+         !p.has_dropout && p.window_left < 0 && p.window_right <= 0 &&
+         kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1;
+}
+
 struct FlashAttnFwdPortableTier {
   static constexpr std::string_view kName = "portable";
 
@@ -128,7 +138,7 @@ struct FlashAttnFwdPortableTier {
     return is_e4m3(p.q.dtype) ? reads_fp8(p.q.dtype, t) : Verdict::yes();
   }
 
-  static void plan(const FlashAttnFwdParams& p, const Target&, kernels::Plan& plan) {
+  static void plan(const FlashAttnFwdParams& p, const Target& t, kernels::Plan& plan) {
     namespace D = attention_detail;
     namespace A = kernels::attention;
     const AttnProblem prob = *attn_problem(p);  // validated before any tier is asked
@@ -144,6 +154,14 @@ struct FlashAttnFwdPortableTier {
     a.in_dtype = kernels::attn_in_dtype(prob.dtype);
     const D::Strides3 so = D::strides_of(p.out, prob.varlen);
     a.o_batch_stride = so.batch, a.o_seq_stride = so.seq, a.o_head_stride = so.head;
+    if (attn_fwd_takes_wgmma(prob, t)) {
+      plan.launch(kernels::attn_wg_kernel(prob.dtype),
+                  D::grid3(prob.seqlen_q, A::kWgRowsQ, prob.heads_q, prob.batch),
+                  {static_cast<uint32_t>(A::kWgThreads), 1, 1}, a, A::kWgSmemBytes);
+      plan.note("head_dim_bucket", A::kHeadDims[bucket]);
+      plan.note("rows_per_block", A::kWgRowsQ);
+      return;
+    }
     plan.launch(
         prob.fp8 ? kernels::attn_fp8_kernel(bucket) : kernels::attn_kernels(prob.dtype, bucket).fwd,
         D::grid3(prob.seqlen_q, A::kRowsQ[bucket], prob.heads_q, prob.batch),
