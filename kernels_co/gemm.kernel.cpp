@@ -121,21 +121,6 @@ JA_DEVICE void gemm_tile_kernel(const void* a, const void* b, const void* bias, 
   store_block<E>(t, bias, out, partials, M, N, m0, n0, z, rows, cols, out_dtype, splits);
 }
 
-// Where block (x, y, z) of the w tile's grid (N / BN, M / BM, splits) works: split z; inside a
-// split, tiles visited in groups of kGroupM rows of tiles, M fastest inside a group, so that the
-// blocks resident at once share A's and B's rows in L2.
-template <int BM, int BN>
-JA_DEVICE void wgmma_tile_place(int M, int N, int& m0, int& n0) {
-  constexpr int kGroupM = 8;
-  const int tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;  // the grid's x and y
-  const int id = block_id_y() * tiles_n + block_id();
-  const int group = id / (kGroupM * tiles_n), first_m = group * kGroupM;
-  const int group_m = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
-  const int in_group = id - group * kGroupM * tiles_n;
-  m0 = (first_m + in_group % group_m) * BM;
-  n0 = (in_group / group_m) * BN;
-}
-
 // The w tile: GemmWgmma on sm_90 for aligned operands; otherwise t128x128's GemmTile run by the
 // first kGemmWgmmaFallbackThreads threads on each half of the tile (the rest exit, which
 // releases the barriers they would have joined on both vendors; 64 accumulators a thread fit the

@@ -3,6 +3,7 @@
 # builds the CUDA handler library and checks, then
 #   1. tests/gpu/cuda_rmsnorm_check    the CUDA backend with no XLA, every RMSNorm dtype, poisoned
 #   2. tests/gpu/cuda_gemm_kernels     every GEMM kernel and ABI twin against a CPU reference
+#      tests/gpu/cuda_gemm_i8_kernels  every INT8 GEMM kernel: int32 sums exact, bf16 out
 #      tests/gpu/cuda_attention_kernels, cuda_attention_asm_twins: our attention kernels and the
 #      ASM tiers' plans through AITER's v3 ABI twins, against a CPU reference
 #   3. pytest tests/python             JAX on CUDA with command buffers on for custom calls
@@ -35,6 +36,10 @@ build-gpu/tests/gpu/cuda_gemm_kernels build-gpu/tests/gpu/jax_aiter_kernels/gemm
 grep -E "^FAIL" "$out/cuda_gemm_kernels.txt" | head -10
 tail -30 "$out/cuda_gemm_kernels.txt"
 k=build-gpu/tests/gpu/jax_aiter_kernels
+build-gpu/tests/gpu/cuda_gemm_i8_kernels $k/gemm_i8.sm_90.cubin \
+  "$([ "$bench" = 1 ] && echo all || echo check)" > "$out/cuda_gemm_i8_kernels.txt" 2>&1 || status=1
+grep -E "^FAIL" "$out/cuda_gemm_i8_kernels.txt" | head -10
+tail -10 "$out/cuda_gemm_i8_kernels.txt"
 build-gpu/tests/gpu/cuda_attention_kernels $k/attention.sm_90.cubin \
   "$([ "$bench" = 1 ] && echo all || echo check)" > "$out/cuda_attention_kernels.txt" 2>&1 || status=1
 grep -E "^FAIL" "$out/cuda_attention_kernels.txt" | head -10

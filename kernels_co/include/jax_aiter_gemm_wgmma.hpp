@@ -19,10 +19,13 @@
 // The stage ring, barriers and register split are those of TMA kernels (CUTLASS's sm90 warp-
 // specialised mainloops and DeepGEMM use the same structure); only the copy instruction differs.
 //
-// What a GEMM family plugs in (Family below): its operand storage type and wgmma. The bf16 / f16
-// family applies nothing between K blocks; a block-scaled family (FP8 1x128 / 128x128) would add
-// a per-K-block hook on the consumers' partials and MXFP4 a conversion in shared memory; the
-// epilogue is the caller's (for_each hands out every accumulator with its row and column).
+// What a GEMM family plugs in (Family below): its element size, accumulator type and wgmma, and
+// where each operand's 16-byte K chunks lie in global memory (LayoutA / LayoutB: K-major rows, or
+// a weight layout read as it is, e.g. AITER's shuffled (16, 16) int8 layout in
+// jax_aiter_gemm_wgmma_i8.hpp). The bf16 / f16 family applies nothing between K blocks; a
+// block-scaled family (FP8 1x128 / 128x128) would add a per-K-block hook on the consumers'
+// partials and MXFP4 a conversion in shared memory; the epilogue is the caller's (for_each hands
+// out every accumulator with its row and column).
 #pragma once
 
 #include "jax_aiter_device.hpp"
@@ -32,7 +35,7 @@
 namespace ja {
 
 // One tile of work: A's and B's rows of the tile (rows past rows_a / rows_b read as zero) and
-// the K range.
+// the K range (elements). Each Operand is read through its family's layout (LayoutA / LayoutB).
 struct WgmmaJob {
   Operand a;
   int rows_a;
@@ -44,16 +47,43 @@ struct WgmmaJob {
   }
 };
 
+// Where block (x, y, z) of a wgmma tile's grid (N / BN, M / BM, splits) works: split z; inside a
+// split, tiles visited in groups of kGroupM rows of tiles, M fastest inside a group, so that the
+// blocks resident at once share A's and B's rows in L2.
+template <int BM, int BN>
+JA_DEVICE void wgmma_tile_place(int M, int N, int& m0, int& n0) {
+  constexpr int kGroupM = 8;
+  const int tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;  // the grid's x and y
+  const int id = block_id_y() * tiles_n + block_id();
+  const int group = id / (kGroupM * tiles_n), first_m = group * kGroupM;
+  const int group_m = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
+  const int in_group = id - group * kGroupM * tiles_n;
+  m0 = (first_m + in_group % group_m) * BM;
+  n0 = (in_group / group_m) * BN;
+}
+
 }  // namespace ja
 
 #if defined(__CUDACC__)
 
 namespace ja {
 
+// Row-major K-contiguous rows: row r at base + r * stride, byte j of K at + j.
+struct WgmmaKMajor {
+  static constexpr int kBytesPerK = 1;  // source bytes per byte of K
+  JA_DEVICE static const unsigned char* row(const Operand& o, int r) {
+    return o.base + r * o.stride;
+  }
+  JA_DEVICE static int64_t rows16(const Operand& o) { return 16 * o.stride; }  // 16 rows further
+};
+
 // A 16-bit operand family (bf16 or f16): 64 elements fill one 128-byte swizzled row.
 template <typename E>
 struct WgmmaDense16 {
-  using Elem = E;
+  using Acc = float;
+  using LayoutA = WgmmaKMajor;
+  using LayoutB = WgmmaKMajor;
+  static constexpr int kElemBytes = 2;
   static constexpr int kBlockK = 64;  // elements of a K block: one 128-byte row per operand row
   static constexpr int kStepK = 16;   // K of one wgmma
   JA_DEVICE static void mma(float (&acc)[128], uint64_t desc_a, uint64_t desc_b) {
@@ -66,7 +96,9 @@ struct GemmWgmma {
   static constexpr int BM = 128, BN = 256, kThreads = 384;
   static constexpr int kBK = Family::kBlockK;
   static constexpr int kRowBytes = 128;
-  static_assert(kBK * 2 == kRowBytes, "one 128-byte swizzled row per operand row and K block");
+  static_assert(kBK * Family::kElemBytes == kRowBytes,
+                "one 128-byte swizzled row per operand row and K block");
+  using Acc = typename Family::Acc;
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;
   static constexpr int kBarrierBytes = 2 * kStages * 8;
   // Dynamic shared memory a launch must give: the stages (1024-byte aligned inside), the barriers.
@@ -82,7 +114,7 @@ struct GemmWgmma {
   static constexpr int kPasses = (BM + BN) / 16;
   static constexpr int kPassesA = BM / 16;
 
-  float acc[kAcc];
+  Acc acc[kAcc];
   int row0 = 0;  // this consumer warpgroup's first row in the tile
 
   JA_DEVICE static bool is_producer() { return thread_id() < 128; }
@@ -143,22 +175,26 @@ struct GemmWgmma {
       const int r = r0 + 16 * (p < kPassesA ? p : p - kPassesA);
       valid |= (r < (p < kPassesA ? job.rows_a : job.rows_b) ? 1u : 0u) << p;
     }
+    using LA = typename Family::LayoutA;
+    using LB = typename Family::LayoutB;
+    constexpr int kE = Family::kElemBytes;
     const Operand a = job.a, b = job.b;
-    const unsigned char* src_a = a.base + r0 * a.stride + chunk * 16;
-    const unsigned char* src_b = b.base + r0 * b.stride + chunk * 16;
-    const int64_t step_a = 16 * a.stride, step_b = 16 * b.stride;
+    const unsigned char* src_a = LA::row(a, r0) + LA::kBytesPerK * 16 * chunk;
+    const unsigned char* src_b = LB::row(b, r0) + LB::kBytesPerK * 16 * chunk;
+    const int64_t step_a = LA::rows16(a), step_b = LB::rows16(b);
     const int ktiles = job.ktiles(kBK);
     for (int kt = 0; kt < ktiles; ++kt, ++it) {
       const int s = it % kStages;
       if (it >= kStages) sm90::mbarrier_wait(&empty[s], ((it / kStages) - 1) & 1);
       const int k = job.k_begin + kt * kBK;
-      const bool k_ok = k + chunk * 8 < job.k_end;  // K % 8 == 0: a chunk is all in or all out
+      // K a multiple of a chunk's elements: a chunk is all in or all out.
+      const bool k_ok = k + chunk * (16 / kE) < job.k_end;
       uint32_t dst = dst0 + s * kStageBytes;
       // One running address per operand (the producer holds few registers).
-      const unsigned char* row = src_a + 2 * k;
+      const unsigned char* row = src_a + LA::kBytesPerK * kE * int64_t{k};
       JA_UNROLL
       for (int p = 0; p < kPasses; ++p) {
-        if (p == kPassesA) row = src_b + 2 * k;
+        if (p == kPassesA) row = src_b + LB::kBytesPerK * kE * int64_t{k};
         const bool ok = k_ok && ((valid >> p) & 1u);
         cp_async_16(dst, ok ? row : a.base, ok);
         row += p < kPassesA ? step_a : step_b;
@@ -170,7 +206,7 @@ struct GemmWgmma {
 
   JA_DEVICE void consume(uint32_t base, uint64_t* full, uint64_t* empty, int ktiles, int& it) {
     JA_UNROLL
-    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+    for (int i = 0; i < kAcc; ++i) acc[i] = Acc{0};
     const bool arrives = thread_id() % kWarp == 0;
     for (int kt = 0; kt < ktiles; ++kt, ++it) {
       const int s = it % kStages;

@@ -1,10 +1,11 @@
 // The sm_90a instructions of the wgmma GEMM engine (jax_aiter_gemm_wgmma.hpp): the shared-memory
-// matrix descriptor, wgmma m64n256k16 with float accumulators, the mbarrier operations of its
-// stage ring, the proxy fence and the register hand-over between warpgroups. CUDA only, built for
-// sm_90a (cmake/JaxAiterKernels.cmake: -gencode arch=compute_90a,code=sm_90a; wgmma and setmaxnreg
-// exist on no other target). Facts restated from NVIDIA's PTX ISA 8.x/9.0: "Asynchronous
-// Warpgroup Level Matrix Multiply-Accumulate" (wgmma, its descriptor and register fragments),
-// "mbarrier", "cp.async.mbarrier.arrive", "setmaxnreg", "membar/fence" (fence.proxy.async).
+// matrix descriptor, wgmma m64n256k16 with float accumulators and m64n256k32 s8 with s32 ones, the
+// mbarrier operations of its stage ring, the proxy fence and the register hand-over between
+// warpgroups. CUDA only, built for sm_90a (cmake/JaxAiterKernels.cmake: -gencode
+// arch=compute_90a,code=sm_90a; wgmma and setmaxnreg exist on no other target). Facts restated from
+// NVIDIA's PTX ISA 8.x/9.0: "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (wgmma, its
+// descriptor and register fragments), "mbarrier", "cp.async.mbarrier.arrive", "setmaxnreg",
+// "membar/fence" (fence.proxy.async).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -40,74 +41,69 @@ struct WgmmaInput<F16> {
   static constexpr bool kBf16 = false;
 };
 
-// d[64 x 256] += a[64 x 16] . b[256 x 16]^T for one warpgroup, both operands K-major in shared
-// memory (descriptors), float accumulators in registers: d[i] of thread t (warp w = t / 32 of the
-// warpgroup, lane l) holds row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i
-// % 2. The 128 accumulators are named one by one: an asm operand list takes no pack expansion.
-#define JA_WGMMA_M64N256K16(TYPE)                                                             \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                               \
-  "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE                                \
-  "\n{"                                                                                       \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "     \
-  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "     \
-  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "     \
-  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, "     \
-  "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, "     \
-  "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, " \
-  "%104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, "      \
-  "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "                               \
-  "},\n%128, %129, p, 1, 1, 0, 0;\n}\n"
+// d[64 x 256] += a[64 x K] . b[256 x K]^T for one warpgroup, both operands K-major in shared
+// memory (descriptors), accumulators in registers (float for 16-bit inputs, exact s32 for 8-bit
+// integers): d[i] of thread t (warp w = t / 32 of the warpgroup, lane l) holds row 16 w + l / 4 +
+// 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2 (the same for both accumulator types).
+// The 128 accumulators are named one by one: an asm operand list takes no pack expansion.
+#define JA_WGMMA_N256(INSTR, TAIL)                                                   \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" INSTR                                \
+  "\n{"                                                                              \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, " \
+  "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, " \
+  "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, " \
+  "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, " \
+  "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
+  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, " \
+  "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "     \
+  "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, "   \
+  "%124, %125, %126, %127 "                                                          \
+  "},\n%128, %129, p" TAIL ";\n}\n"
+#define JA_WGMMA_D128(C)                                                                        \
+  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]),     \
+      C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), \
+      C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), \
+      C(d[28]), C(d[29]), C(d[30]), C(d[31]), C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), \
+      C(d[37]), C(d[38]), C(d[39]), C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), \
+      C(d[46]), C(d[47]), C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), \
+      C(d[55]), C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63]), \
+      C(d[64]), C(d[65]), C(d[66]), C(d[67]), C(d[68]), C(d[69]), C(d[70]), C(d[71]), C(d[72]), \
+      C(d[73]), C(d[74]), C(d[75]), C(d[76]), C(d[77]), C(d[78]), C(d[79]), C(d[80]), C(d[81]), \
+      C(d[82]), C(d[83]), C(d[84]), C(d[85]), C(d[86]), C(d[87]), C(d[88]), C(d[89]), C(d[90]), \
+      C(d[91]), C(d[92]), C(d[93]), C(d[94]), C(d[95]), C(d[96]), C(d[97]), C(d[98]), C(d[99]), \
+      C(d[100]), C(d[101]), C(d[102]), C(d[103]), C(d[104]), C(d[105]), C(d[106]), C(d[107]),   \
+      C(d[108]), C(d[109]), C(d[110]), C(d[111]), C(d[112]), C(d[113]), C(d[114]), C(d[115]),   \
+      C(d[116]), C(d[117]), C(d[118]), C(d[119]), C(d[120]), C(d[121]), C(d[122]), C(d[123]),   \
+      C(d[124]), C(d[125]), C(d[126]), C(d[127])
+#define JA_PLUS_F(x) "+f"(x)
+#define JA_PLUS_R(x) "+r"(x)
 template <typename E>
 JA_DEVICE void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  // scale-a, scale-b 1 (no negation), both operands K-major (no transpose).
   if constexpr (WgmmaInput<E>::kBf16) {
     asm volatile(
-        JA_WGMMA_M64N256K16("bf16")
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
-          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
-          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
-          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
-          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
-          "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
-          "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
-          "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        JA_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", ", 1, 1, 0, 0")
+        : JA_WGMMA_D128(JA_PLUS_F)
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   } else {
     asm volatile(
-        JA_WGMMA_M64N256K16("f16")
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
-          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
-          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
-          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
-          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
-          "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
-          "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
-          "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        JA_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", ", 1, 1, 0, 0")
+        : JA_WGMMA_D128(JA_PLUS_F)
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
 }
-#undef JA_WGMMA_M64N256K16
+// The integer form: s8 x s8 with exact s32 accumulation, 32 bytes of K a step (the 128-byte
+// swizzled row holds 4 of them, as it holds 4 16-element steps of a 16-bit type). Integer wgmma
+// takes no operand scale or transpose (8-bit operands are K-major only).
+JA_DEVICE void wgmma_m64n256k32_s8(int (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(JA_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", "")
+               : JA_WGMMA_D128(JA_PLUS_R)
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+#undef JA_PLUS_R
+#undef JA_PLUS_F
+#undef JA_WGMMA_D128
+#undef JA_WGMMA_N256
 
 // A V-like operand for B: stored [k][n] (N contiguous, "MN-major"), in the same 128-byte swizzled
 // rows the producers write for K-major tiles (row = one k, 64 n a row, 8-row atoms of 1024 bytes).
@@ -226,6 +222,11 @@ template <int N>
 JA_DEVICE void hold_registers(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N>
+JA_DEVICE void hold_registers(int (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
 // The same for registers a wgmma reads (its A operand from registers): they must stay unchanged

@@ -242,11 +242,12 @@ int run_block_sm90(int nkt, uint32_t seed) {
   return bad;
 }
 
+// The mma tiles; the w tile runs t128x128's tile on AMD and wgmma on sm_90 (tests/gpu).
 TEST(I8Fragments, PortableTilesAmd) {
   uint32_t seed = 1;
 #define JA_CHECK(name, BM, BN, BK, THREADS) \
   EXPECT_EQ((run_block_amd<BM, BN, BK>(2, seed++)), 0) << #name;
-  JAX_AITER_GEMM_I8_TILES(JA_CHECK)
+  JAX_AITER_GEMM_I8_MMA_TILES(JA_CHECK)
 #undef JA_CHECK
 }
 
@@ -264,7 +265,7 @@ TEST(I8Fragments, PortableTilesSm90) {
   uint32_t seed = 100;
 #define JA_CHECK(name, BM, BN, BK, THREADS) \
   EXPECT_EQ((run_block_sm90<BM, BN, BK>(2, seed++)), 0) << #name;
-  JAX_AITER_GEMM_I8_TILES(JA_CHECK)
+  JAX_AITER_GEMM_I8_MMA_TILES(JA_CHECK)
 #undef JA_CHECK
 }
 

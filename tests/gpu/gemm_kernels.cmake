@@ -11,3 +11,11 @@ jax_aiter_compile_kernels(_gemm_cubin gemm.kernel.cpp sm_90)
 jax_aiter_compile_kernels(_twin_cubin aiter_bf16gemm.twin.cpp sm_90)
 add_custom_target(cuda_gemm_kernels_cubins DEPENDS ${_gemm_cubin} ${_twin_cubin})
 add_dependencies(cuda_gemm_kernels cuda_gemm_kernels_cubins)
+
+# The INT8 kernels (tests/gpu/cuda_gemm_i8_kernels.cpp), run as
+#   cuda_gemm_i8_kernels jax_aiter_kernels/gemm_i8.sm_90.cubin [check|bench|all]
+add_executable(cuda_gemm_i8_kernels ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_i8_kernels.cpp)
+target_link_libraries(cuda_gemm_i8_kernels PRIVATE jax_aiter::jax_aiter CUDA::cuda_driver)
+jax_aiter_compile_kernels(_gemm_i8_cubin gemm_i8.kernel.cpp sm_90)
+add_custom_target(cuda_gemm_i8_kernels_cubins DEPENDS ${_gemm_i8_cubin})
+add_dependencies(cuda_gemm_i8_kernels cuda_gemm_i8_kernels_cubins)

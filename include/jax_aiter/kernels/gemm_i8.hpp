@@ -86,20 +86,29 @@ struct GemmI8Tile {
 };
 
 namespace gemm_i8_detail {
+// The w tiles' kernels take the wgmma engine's dynamic shared memory (the CUDA backend opts in).
+constexpr KernelInfo kernel(std::string_view symbol, std::string_view tile, uint32_t bytes,
+                            std::span<const ArgField> fields) {
+  KernelInfo k{kGemmI8CodeObject, symbol, bytes, fields};
+  if (tile[0] == 'w') k.dynamic_shared = gemm_i8::kWgmmaSmemBytes;
+  return k;
+}
 // clang-format off
-#define JA_GEMM_I8_TILE(name, BM, BN, BK, THREADS)                                        \
-  GemmI8Tile{#name, BM, BN, BK, THREADS,                                                  \
-             KernelInfo{kGemmI8CodeObject, "jax_aiter_gemm_i8_" #name, sizeof(GemmI8Args), \
-                        kGemmI8Fields},                                                   \
-             KernelInfo{kGemmI8CodeObject, "jax_aiter_gemm_i8_split_" #name,              \
-                        sizeof(GemmI8SplitArgs), kGemmI8SplitFields}},
+#define JA_GEMM_I8_TILE(name, BM, BN, BK, THREADS)                                   \
+  GemmI8Tile{#name, BM, BN, BK, THREADS,                                             \
+             kernel("jax_aiter_gemm_i8_" #name, #name, sizeof(GemmI8Args), kGemmI8Fields), \
+             kernel("jax_aiter_gemm_i8_split_" #name, #name, sizeof(GemmI8SplitArgs),      \
+                    kGemmI8SplitFields)},
 inline constexpr GemmI8Tile kTiles[] = {JAX_AITER_GEMM_I8_TILES(JA_GEMM_I8_TILE)};
 #undef JA_GEMM_I8_TILE
 // clang-format on
 }  // namespace gemm_i8_detail
 
-// Largest BM first (the portable rule picks the first with BM <= M).
+// The mma tiles largest BM first (the portable rule picks the first with BM <= M), then the w
+// tile (sm_90 only, by name).
 inline constexpr std::span<const GemmI8Tile> kGemmI8Tiles = gemm_i8_detail::kTiles;
 static_assert(kGemmI8Tiles[0].kernel.symbol == "jax_aiter_gemm_i8_t128x128");
+static_assert(kGemmI8Tiles[0].kernel.dynamic_shared == 0);
+static_assert(kGemmI8Tiles.back().split_kernel.dynamic_shared == gemm_i8::kWgmmaSmemBytes);
 
 }  // namespace jax_aiter::kernels

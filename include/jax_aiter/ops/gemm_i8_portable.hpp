@@ -1,12 +1,14 @@
 // The portable tier of aiter.gemm_i8: our own kernels (kernels/gemm_i8.hpp) on every arch, for
 // every call the ASM tier does not take (K % 128 != 0, N not a multiple of 128, sm_90, ...).
 //
-// The rule: the tile with the largest BM not above M (tiles are listed largest first; M below
-// every BM takes the smallest). If that grid has fewer than W blocks per compute unit (decode:
-// a few rows, the weights streamed by a handful of blocks), K is split so that it does: each
-// split at least 4 K-steps long, at most S splits, and only while the int32 [M, N] accumulator
-// fits kGemmI8AccCap. W, S = 4, 16 for tiles of BM <= 32 and 2, 4 for the larger ones (H100,
-// forced splits 1..16: 1x8192x28672 ran 606 us unsplit, 124-186 us at 4-16 splits, best at 8;
+// The rule: on sm_90 (once kGemmI8WgmmaOn), M >= 128 takes the wgmma tile kGemmI8WgmmaTile (split
+// only within one wave, at most 4 ways: the bf16 w tile's rule, ops/gemm_portable.hpp). Otherwise
+// the mma tile with the largest BM not above M (mma tiles are listed largest first; M below every
+// BM takes the smallest). If that grid has fewer than W blocks per compute unit (decode: a few
+// rows, the weights streamed by a handful of blocks), K is split so that it does: each split at
+// least 4 K-steps long, at most S splits, and only while the int32 [M, N] accumulator fits
+// kGemmI8AccCap. W, S = 4, 16 for tiles of BM <= 32 and 2, 4 for the larger ones (H100, forced
+// splits 1..16: 1x8192x28672 ran 606 us unsplit, 124-186 us at 4-16 splits, best at 8;
 // 128x4096x4096 best at 4, slower beyond; benchmarks/gpu/NOTES.md). A forced split (splitk 2..16)
 // replaces the rule's: it runs exactly as asked, each split whole K steps, or the tier says no
 // (more splits than K steps, or an accumulator past kGemmI8AccCap); a forced AITER kernel is not
@@ -19,6 +21,7 @@
 #include <optional>
 #include <string_view>
 
+#include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_i8.hpp"
@@ -35,34 +38,57 @@ constexpr bool gemm_i8_acc_fits(int64_t m, int64_t n) {
   return m > 0 && n > 0 && m * n * 4 <= kGemmI8AccCap;
 }
 
+inline constexpr std::string_view kGemmI8WgmmaTile = "w128x256";
+// Whether the tier takes the w tile on sm_90. Off: it is built and was timed on an H100, but its
+// results have not been checked on a GPU yet (benchmarks/gpu/NOTES.md, "INT8 on the wgmma
+// engine"); turn it on once tests/gpu/cuda_gemm_i8_kernels check passes.
+inline constexpr bool kGemmI8WgmmaOn = false;
+
+// The index of the tile named `name` in kernels::kGemmI8Tiles (its size when there is none).
+constexpr size_t gemm_i8_tile_index(std::string_view name) {
+  for (size_t i = 0; i < kernels::kGemmI8Tiles.size(); ++i) {
+    if (kernels::kGemmI8Tiles[i].name == name) return i;
+  }
+  return kernels::kGemmI8Tiles.size();
+}
+static_assert(gemm_i8_tile_index(kGemmI8WgmmaTile) < kernels::kGemmI8Tiles.size());
+
 struct GemmI8PortableChoice {
   size_t tile = 0;  // index into kernels::kGemmI8Tiles
   int64_t splits = 1;
   int64_t k_chunk = 0;
 };
 
+// wgmma: take the w tile where M allows (sm_90 only: elsewhere it runs t128x128's tile, no better).
 // requested: a forced split (1: none), taken as far as whole K steps and the accumulator allow
 // (the caller compares).
 constexpr GemmI8PortableChoice choose_portable_gemm_i8(int64_t m, int64_t n, int64_t k,
-                                                       int compute_units,
+                                                       int compute_units, bool wgmma = false,
                                                        std::optional<int64_t> requested = {}) {
   const auto tiles = kernels::kGemmI8Tiles;
   GemmI8PortableChoice c;
-  c.tile = tiles.size() - 1;
-  for (size_t i = 0; i < tiles.size(); ++i) {
-    if (tiles[i].bm <= m) {
-      c.tile = i;
-      break;
+  c.tile = tiles.size();
+  const size_t w = gemm_i8_tile_index(kGemmI8WgmmaTile);
+  if (wgmma && m >= tiles[w].bm) {
+    c.tile = w;
+  } else {
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      if (tiles[i].name[0] == 'w') continue;
+      c.tile = i;  // the first that fits, else the last (smallest) mma tile
+      if (tiles[i].bm <= m) break;
     }
   }
   const kernels::GemmI8Tile& t = tiles[c.tile];
   const int64_t blocks = ceil_div(m, t.bm) * ceil_div(n, t.bn);
-  const bool small = t.bm <= 32;
-  const int64_t wanted = (small ? 4 : 2) * int64_t{compute_units};
+  const bool small = t.bm <= 32, wgmma_tile = c.tile == w;
+  const int64_t wanted = (wgmma_tile ? 1 : small ? 4 : 2) * int64_t{compute_units};
   int64_t splits = 1;
   if (gemm_i8_acc_fits(m, n)) {
     if (requested) {
       splits = std::min(*requested, ceil_div(k, int64_t{t.bk}));
+    } else if (wgmma_tile) {
+      splits = std::clamp<int64_t>(wanted / blocks, 1,
+                                   std::min<int64_t>(std::max<int64_t>(k / (4 * t.bk), 1), 4));
     } else if (blocks < wanted) {
       splits = std::min({ceil_div(wanted, blocks), std::max<int64_t>(k / (4 * t.bk), 1),
                          small ? kGemmI8MaxSplit : int64_t{4}});
@@ -79,6 +105,12 @@ static_assert(choose_portable_gemm_i8(1, 4096, 4096, 132).splits == 16);
 static_assert(choose_portable_gemm_i8(128, 4096, 4096, 132).splits == 4);
 static_assert(choose_portable_gemm_i8(4096, 4096, 4096, 132).splits == 1);
 static_assert(choose_portable_gemm_i8(1, 4096, 4096, 1).splits == 1);
+static_assert(choose_portable_gemm_i8(4096, 4096, 4096, 132, true).tile ==
+              gemm_i8_tile_index(kGemmI8WgmmaTile));
+static_assert(choose_portable_gemm_i8(4096, 4096, 4096, 132, true).splits == 1);
+static_assert(choose_portable_gemm_i8(128, 4096, 4096, 132, true).splits == 4);
+static_assert(choose_portable_gemm_i8(16, 4096, 4096, 132, true).tile ==
+              choose_portable_gemm_i8(16, 4096, 4096, 132).tile);
 
 struct GemmI8PortableTier {
   static constexpr std::string_view kName = "portable";
@@ -94,7 +126,8 @@ struct GemmI8PortableTier {
           "would pass 32 MiB",
           *requested, m, n);
     }
-    const Choice c = choose_portable_gemm_i8(m, n, k, t.compute_units, requested);
+    const Choice c = choose_portable_gemm_i8(m, n, k, t.compute_units,
+                                             kGemmI8WgmmaOn && t.arch == Arch::kSm90, requested);
     if (requested && c.splits != *requested) {
       return Verdict::no("splitk {}: K = {} cuts into {} splits of whole K steps at most",
                          *requested, k, c.splits);
@@ -119,14 +152,14 @@ struct GemmI8PortableTier {
     if (c.splits == 1) {
       const kernels::GemmI8Args args{
           p.a.data, p.b.data, p.a_scale.data, p.b_scale.data, bias, p.out.data, m32, n32, k32, k32};
-      plan.launch(tile.kernel, grid, block, args);
+      plan.launch(tile.kernel, grid, block, args, tile.kernel.dynamic_shared);
     } else {
       const uint64_t acc_bytes = static_cast<uint64_t>(m * n * 4);
       void* acc = plan.piece(plan.workspace.add("acc", static_cast<int64_t>(acc_bytes)));
       plan.memset(acc, acc_bytes, 0, "acc");
       const kernels::GemmI8SplitArgs split{
           p.a.data, p.b.data, acc, m32, n32, k32, k32, static_cast<int32_t>(c.k_chunk)};
-      plan.launch(tile.split_kernel, grid, block, split);
+      plan.launch(tile.split_kernel, grid, block, split, tile.split_kernel.dynamic_shared);
       const kernels::GemmI8FinishArgs finish{
           acc, p.a_scale.data, p.b_scale.data, bias, p.out.data, m32, n32};
       plan.launch(
