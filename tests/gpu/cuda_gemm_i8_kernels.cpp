@@ -104,7 +104,10 @@ struct Problem {
 };
 
 Problem make_problem(int M, int N, int K, std::mt19937& rng, bool extremes = false) {
-  Problem p{M, N, K};
+  Problem p;
+  p.M = M;
+  p.N = N;
+  p.K = K;
   std::uniform_int_distribution<int> q(-128, 127);
   p.a.resize(size_t(M) * K);
   p.w.resize(size_t(N) * K);
