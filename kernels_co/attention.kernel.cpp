@@ -1119,6 +1119,17 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   const Range keys = keys_seen(m0, imin(m0 + W::BM, s.q_len), s, left, right);
   const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
   const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+  if (ntiles == 0) {  // no row of the block sees a key (causal sq > sk): out 0, lse +inf, as attn_fwd
+    const int rows = imin(W::BM, s.q_len - m0);
+    float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start + m0;
+    uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
+                          (s.q_start + m0) * p.o_seq_stride + h * p.o_head_stride;
+    for (int i = thread_id(); i < rows * p.head_dim_v; i += W::kThreads) {
+      out[(i / p.head_dim_v) * p.o_seq_stride + i % p.head_dim_v] = 0;
+    }
+    for (int r = thread_id(); r < rows; r += W::kThreads) lse[r] = inf();
+    return;
+  }
 
   unsigned char* smem_raw = dynamic_shared();
   if (dynamic_shared_bytes() < attn::kWgSmemBytes) __trap();  // a plan that gave too little

@@ -16,7 +16,7 @@
 //   3. times forward and forward + backward (CUDA events, median of 20 after warm-up) at the
 //      benchmark shapes of issue 15 and prints TFLOP/s (forward 4 b hq sq sk d, halved when causal;
 //      backward 2.5x the forward).
-// Usage: cuda_attention_kernels ATTENTION_CUBIN [check|bench|all] [SHAPE_INDEX [REPETITIONS]]
+// Usage: cuda_attention_kernels ATTENTION_CUBIN [check|check-fwd|bench|all] [SHAPE_INDEX [REPETITIONS]]
 // Exit status 1 when any check fails, 2 on a setup failure.
 #include <cuda.h>
 
@@ -1452,7 +1452,11 @@ int main(int argc, char** argv) {
   resolve_all(mod);
   if (mode != "bench") {
     std::mt19937 rng(20261125);
-    for (const Case& c : cases()) check_case(c, rng);
+    // check-fwd: the forward of every case alone (its CPU reference is a fraction of the backward's).
+    for (Case c : cases()) {
+      if (mode == "check-fwd") c.bwd = false;
+      check_case(c, rng);
+    }
     check_dropout_mask(rng);
     check_gqa_reduce(rng);
     for (const Case& c : shard_cases()) check_shards_of(c, rng);
@@ -1460,7 +1464,7 @@ int main(int argc, char** argv) {
     std::printf("\n%d passed, %d failed\n", passed, failed);
   }
   // bench [shape index] [repetitions]: one shape, e.g. once under a profiler.
-  if (mode != "check")
+  if (mode == "bench" || mode == "all")
     bench(argc > 3 ? std::atoi(argv[3]) : -1, argc > 4 ? std::atoi(argv[4]) : 20);
   cuModuleUnload(mod);
   cuDevicePrimaryCtxRelease(dev);

@@ -1,7 +1,7 @@
 // The portable tier of aiter.gemm_i8: our own kernels (kernels/gemm_i8.hpp) on every arch, for
 // every call the ASM tier does not take (K % 128 != 0, N not a multiple of 128, sm_90, ...).
 //
-// The rule: on sm_90 (once kGemmI8WgmmaOn), M >= 128 takes the wgmma tile kGemmI8WgmmaTile (split
+// The rule: on sm_90 (kGemmI8WgmmaOn), M >= 128 takes the wgmma tile kGemmI8WgmmaTile (split
 // only within one wave, at most 4 ways: the bf16 w tile's rule, ops/gemm_portable.hpp). Otherwise
 // the mma tile with the largest BM not above M (mma tiles are listed largest first; M below every
 // BM takes the smallest). If that grid has fewer than W blocks per compute unit (decode: a few
@@ -39,10 +39,9 @@ constexpr bool gemm_i8_acc_fits(int64_t m, int64_t n) {
 }
 
 inline constexpr std::string_view kGemmI8WgmmaTile = "w128x256";
-// Whether the tier takes the w tile on sm_90. Off: it is built and was timed on an H100, but its
-// results have not been checked on a GPU yet (benchmarks/gpu/NOTES.md, "INT8 on the wgmma
-// engine"); turn it on once tests/gpu/cuda_gemm_i8_kernels check passes.
-inline constexpr bool kGemmI8WgmmaOn = false;
+// Whether the tier takes the w tile on sm_90: on since tests/gpu/cuda_gemm_i8_kernels check passed
+// on a GPU (121 cases, exact int32 sums; benchmarks/gpu/NOTES.md, "INT8 on the wgmma engine").
+inline constexpr bool kGemmI8WgmmaOn = true;
 
 // The index of the tile named `name` in kernels::kGemmI8Tiles (its size when there is none).
 constexpr size_t gemm_i8_tile_index(std::string_view name) {
