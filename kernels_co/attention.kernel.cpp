@@ -237,11 +237,10 @@ JA_DEVICE Dropout dropout_of(const P& p, int b) {
 
 // ---- tiles --------------------------------------------------------------------------------------
 
-// Rows [0, R) of a matrix (row r at g + r * stride elements) into an R x W tile; rows >= rows and
-// columns >= cols (a multiple of 8) are zeros. Every thread of the block calls it; on sm_90 the
-// copies are asynchronous (async_commit / async_wait, then a barrier, publish them).
-template <int R, int W, int THREADS>
-JA_DEVICE void load_tile(uint16_t* tile, const uint16_t* g, long long stride, int rows, int cols) {
+// The 8-column chunks of an R x W tile, spread over THREADS threads: chunk(r, ch, ok) for each of
+// this thread's, ok when row r < rows and its columns start below cols (a multiple of 8).
+template <int R, int W, int THREADS, class Chunk>
+JA_DEVICE void for_each_tile_chunk(int rows, int cols, Chunk&& chunk) {
   constexpr int kCpr = W / 8, kChunks = R * kCpr, kPasses = (kChunks + THREADS - 1) / THREADS;
   const int tid = thread_id();
   JA_UNROLL
@@ -249,9 +248,18 @@ JA_DEVICE void load_tile(uint16_t* tile, const uint16_t* g, long long stride, in
     const int c = tid + p * THREADS;
     if (kChunks % THREADS != 0 && c >= kChunks) break;
     const int r = c / kCpr, ch = c % kCpr;
-    const bool ok = r < rows && ch * 8 < cols;
-    copy_16(tile + TileLayout<W>::chunk_offset(r, ch), ok ? g + r * stride + ch * 8 : g, ok);
+    chunk(r, ch, r < rows && ch * 8 < cols);
   }
+}
+
+// Rows [0, R) of a matrix (row r at g + r * stride elements) into an R x W tile; rows >= rows and
+// columns >= cols (a multiple of 8) are zeros. Every thread of the block calls it; on sm_90 the
+// copies are asynchronous (async_commit / async_wait, then a barrier, publish them).
+template <int R, int W, int THREADS>
+JA_DEVICE void load_tile(uint16_t* tile, const uint16_t* g, long long stride, int rows, int cols) {
+  for_each_tile_chunk<R, W, THREADS>(rows, cols, [&](int r, int ch, bool ok) {
+    copy_16(tile + TileLayout<W>::chunk_offset(r, ch), ok ? g + r * stride + ch * 8 : g, ok);
+  });
 }
 
 // load_tile for fp8 rows (row r at g + r * stride bytes): each 8-byte chunk turned into 8 f16
@@ -260,23 +268,16 @@ JA_DEVICE void load_tile(uint16_t* tile, const uint16_t* g, long long stride, in
 template <int R, int W, int THREADS>
 JA_DEVICE void load_tile_fp8(uint16_t* tile, const unsigned char* g, long long stride, int rows,
                              int cols, int in_dtype) {
-  constexpr int kCpr = W / 8, kChunks = R * kCpr, kPasses = (kChunks + THREADS - 1) / THREADS;
-  const int tid = thread_id();
-  JA_UNROLL
-  for (int p = 0; p < kPasses; ++p) {
-    const int c = tid + p * THREADS;
-    if (kChunks % THREADS != 0 && c >= kChunks) break;
-    const int r = c / kCpr, ch = c % kCpr;
+  for_each_tile_chunk<R, W, THREADS>(rows, cols, [&](int r, int ch, bool ok) {
     Pack<uint32_t, 2> w = {};
-    if (r < rows && ch * 8 < cols)
-      w = *reinterpret_cast<const Pack<uint32_t, 2>*>(g + r * stride + ch * 8);
+    if (ok) w = *reinterpret_cast<const Pack<uint32_t, 2>*>(g + r * stride + ch * 8);
     Pack<uint16_t, 8> v;
     JA_UNROLL
     for (int u = 0; u < 8; ++u) {
       v.v[u] = attn::attn_e4m3_as_f16((w.v[u / 4] >> (8 * (u % 4))) & 0xffu, in_dtype);
     }
     *reinterpret_cast<Pack<uint16_t, 8>*>(tile + TileLayout<W>::chunk_offset(r, ch)) = v;
-  }
+  });
 }
 
 // out's type: E's, bf16 for fp8 inputs.
@@ -1119,7 +1120,8 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   const Range keys = keys_seen(m0, imin(m0 + W::BM, s.q_len), s, left, right);
   const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
   const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
-  if (ntiles == 0) {  // no row of the block sees a key (causal sq > sk): out 0, lse +inf, as attn_fwd
+  if (ntiles ==
+      0) {  // no row of the block sees a key (causal sq > sk): out 0, lse +inf, as attn_fwd
     const int rows = imin(W::BM, s.q_len - m0);
     float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start + m0;
     uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
