@@ -6,7 +6,10 @@ Run from the repository root on a CUDA machine, with the build tree's package on
     PYTHONPATH=build-gpu/python python benchmarks/gpu/bench_attention.py [--out results.json]
 
 Shapes (b, s, hq, hk, d, causal): the issue's four, plus a varlen batch (ours packed THD against
-cuDNN on the padded batch with per-sequence lengths). FLOPs: 4 b hq sq sk d forward (two
+cuDNN on the padded batch with per-sequence lengths). --features: the first shape again with
+dropout 0.1, a bias [1, hq, s, s], ALiBi and a window (1024, 0), each against our plain call
+(issue 25: within 15 %) and cuDNN / XLA where jax.nn.dot_product_attention has the feature (bias,
+window); --no-shapes leaves out the shapes above. FLOPs: 4 b hq sq sk d forward (two
 products), halved for causal (only the visible half is computed, as FlashAttention counts), 2.5x
 that for the backward (five products, FA2's count), so forward+backward is 3.5x. Times: the
 median wall time of the whole jitted call (20 calls after warm-up, block_until_ready each), and
@@ -93,17 +96,77 @@ def line(label, fl, res):
     print(f"{label:<34} " + " | ".join(cells) + "  " + ratio)
 
 
+def features(key, results, s=4096):
+    b, hq, hk, d = 4, 32, 8, 128
+    keys = jax.random.split(key, 7)
+    q = jax.random.normal(keys[1], (b, s, hq, d), jnp.float32).astype(BF16)
+    k = jax.random.normal(keys[2], (b, s, hk, d), jnp.float32).astype(BF16)
+    v = jax.random.normal(keys[3], (b, s, hk, d), jnp.float32).astype(BF16)
+    do = jax.random.normal(keys[4], (b, s, hq, d), jnp.float32).astype(BF16)
+    bias = jax.random.normal(keys[5], (1, hq, s, s), jnp.float32).astype(BF16)
+    slopes = jnp.asarray(2.0 ** (-8.0 * (np.arange(hq) + 1) / hq), jnp.float32)
+    dkey = jax.random.PRNGKey(7)
+    fl = flops([s] * b, [s] * b, hq, d, True)
+    ours = jax_aiter.flash_attn_func
+    cases = {  # name: {impl: fn(q, k, v)}
+        "plain": {"ours": lambda q, k, v: ours(q, k, v, causal=True),
+                  "cudnn": lambda q, k, v: jax.nn.dot_product_attention(
+                      q, k, v, is_causal=True, implementation="cudnn"),
+                  "xla": lambda q, k, v: jax.nn.dot_product_attention(
+                      q, k, v, is_causal=True, implementation="xla")},
+        "dropout 0.1": {"ours": lambda q, k, v: ours(q, k, v, dropout_p=0.1, causal=True,
+                                                     dropout_key=dkey)},
+        "bias [1,h,s,s]": {
+            "ours": lambda q, k, v: ours(q, k, v, causal=True, bias=bias),
+            "cudnn": lambda q, k, v: jax.nn.dot_product_attention(
+                q, k, v, bias=bias, is_causal=True, implementation="cudnn"),
+            "xla": lambda q, k, v: jax.nn.dot_product_attention(
+                q, k, v, bias=bias, is_causal=True, implementation="xla")},
+        "alibi": {"ours": lambda q, k, v: ours(q, k, v, causal=True, alibi_slopes=slopes)},
+        "window (1024, 0)": {
+            "ours": lambda q, k, v: ours(q, k, v, causal=True, window_size=(1024, 0)),
+            "cudnn": lambda q, k, v: jax.nn.dot_product_attention(
+                q, k, v, is_causal=True, local_window_size=(1024, 0), implementation="cudnn"),
+            "xla": lambda q, k, v: jax.nn.dot_product_attention(
+                q, k, v, is_causal=True, local_window_size=(1024, 0), implementation="xla")},
+    }
+    out = []
+    plain = {}
+    for name, fns in cases.items():
+        # A window's FLOPs: the visible keys only (<= 1025 a row), as FlashAttention counts.
+        f = fl if "window" not in name else 4.0 * b * hq * d * sum(min(i + 1, 1025)
+                                                                   for i in range(s))
+        entry = {"feature": name}
+        for mode, wrap, scale in (("fwd", jax.jit, 1.0), ("fwd_bwd", fwd_bwd, 3.5)):
+            args = (q, k, v) if mode == "fwd" else (q, k, v, do)
+            entry[mode] = {n: measure(wrap(fn), args) for n, fn in fns.items()}
+            line(f"{name} {mode}", scale * f, entry[mode])
+            o = entry[mode].get("ours", {})
+            ms = o.get("device_ms") or o.get("wall_ms")
+            if name == "plain":
+                plain[mode] = ms
+            elif ms and plain.get(mode) and "window" not in name:
+                print(f"    ours {name} / ours plain, {mode}: {ms / plain[mode]:.2f}x the time")
+        out.append(entry)
+    results["features"] = out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--skip-xla", action="store_true")
+    ap.add_argument("--features", action="store_true")
+    ap.add_argument("--no-shapes", action="store_true")
+    ap.add_argument("--features-seq", type=int, default=4096, help="s of the features' shape")
     args = ap.parse_args()
     dev = jax.devices()[0]
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
           f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     results = {"device": dev.device_kind, "jax": jax.__version__, "shapes": []}
     key = jax.random.PRNGKey(0)
-    for b, s, hq, hk, d, causal in SHAPES:
+    if args.features:
+        features(key, results, args.features_seq)
+    for b, s, hq, hk, d, causal in [] if args.no_shapes else SHAPES:
         keys = jax.random.split(key, 5)
         key = keys[0]
         q = jax.random.normal(keys[1], (b, s, hq, d), jnp.float32).astype(BF16)
@@ -130,6 +193,11 @@ def main():
         results["shapes"].append(entry)
         del q, k, v, do
 
+    if args.no_shapes:
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(results, f, indent=1)
+        return
     # Varlen: ours on the packed rows, cuDNN on the padded batch with per-sequence lengths.
     lens = np.asarray(VARLEN_LENS, np.int32)
     hq, hk, d, smax = 32, 8, 128, int(lens.max())
