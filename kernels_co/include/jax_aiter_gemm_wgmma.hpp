@@ -22,10 +22,12 @@
 // What a GEMM family plugs in (Family below): its element size, accumulator type and wgmma, and
 // where each operand's 16-byte K chunks lie in global memory (LayoutA / LayoutB: K-major rows, or
 // a weight layout read as it is, e.g. AITER's shuffled (16, 16) int8 layout in
-// jax_aiter_gemm_wgmma_i8.hpp). The bf16 / f16 family applies nothing between K blocks; a
-// block-scaled family (FP8 1x128 / 128x128) would add a per-K-block hook on the consumers'
-// partials and MXFP4 a conversion in shared memory; the epilogue is the caller's (for_each hands
-// out every accumulator with its row and column).
+// jax_aiter_gemm_wgmma_i8.hpp). What the consumers do with one K block once its stage has landed
+// is a Step: by default (WgmmaAccumulate) the family's wgmma into the accumulators with one group
+// left in flight; a block-scaled family passes its own (FP8 1x128 / 128x128 in
+// jax_aiter_gemm_wgmma_fp8bs.hpp: each block into a fresh partial, then scaled into the
+// accumulators), MXFP4 would add a conversion in shared memory. The epilogue is the caller's
+// (for_each hands out every accumulator with its row and column).
 #pragma once
 
 #include "jax_aiter_device.hpp"
@@ -91,6 +93,26 @@ struct WgmmaDense16 {
   }
 };
 
+// The default Step: K block kt's wgmma into the accumulators, committed as one group and left in
+// flight (kInFlight: the engine frees a block's stage once that many later groups are issued).
+// A Step is called by the consumer warpgroups with the stage's A (this warpgroup's 64 rows) and B
+// descriptors.
+template <class Family>
+struct WgmmaAccumulate {
+  static constexpr int kInFlight = 1;
+  template <class Acc, int N>
+  JA_DEVICE void operator()(Acc (&acc)[N], uint64_t da, uint64_t db, int /*kt*/) const {
+    sm90::wgmma_fence();
+    sm90::hold_registers(acc);
+    JA_UNROLL
+    for (int kk = 0; kk < Family::kBlockK / Family::kStepK; ++kk) {
+      Family::mma(acc, da + kk * sm90::kSw128KStep, db + kk * sm90::kSw128KStep);
+    }
+    sm90::wgmma_commit();
+    sm90::hold_registers(acc);
+  }
+};
+
 template <class Family, int kStages>
 struct GemmWgmma {
   static constexpr int BM = 128, BN = 256, kThreads = 384;
@@ -124,7 +146,9 @@ struct GemmWgmma {
   // once its copies are issued and landed. smem: kSmemBytes of dynamic shared memory.
   // One tile a block: a persistent loop over tiles (the epilogue inside the consumers' loop) ran
   // 17 % slower at 4096^3 and 8192^3 on the H100 even with one tile a block (NOTES.md).
-  JA_DEVICE bool run(unsigned char* smem_raw, const WgmmaJob& job) {
+  // step: what the consumers do with each K block (the default above, or a family's own).
+  template <class Step = WgmmaAccumulate<Family>>
+  JA_DEVICE bool run(unsigned char* smem_raw, const WgmmaJob& job, Step&& step = Step{}) {
     const uint32_t raw = shared_address(smem_raw);
     const uint32_t base = (raw + 1023u) & ~1023u;
     unsigned char* stages = smem_raw + (base - raw);
@@ -146,7 +170,7 @@ struct GemmWgmma {
     }
     sm90::registers_claim<kConsumerRegs>();
     row0 = 64 * (thread_id() / 128 - 1);
-    consume(base, full, empty, job.ktiles(kBK), it);
+    consume(base, full, empty, job.ktiles(kBK), it, step);
     return true;
   }
 
@@ -204,7 +228,10 @@ struct GemmWgmma {
     }
   }
 
-  JA_DEVICE void consume(uint32_t base, uint64_t* full, uint64_t* empty, int ktiles, int& it) {
+  template <class Step>
+  JA_DEVICE void consume(uint32_t base, uint64_t* full, uint64_t* empty, int ktiles, int& it,
+                         Step& step) {
+    constexpr int kInFlight = Step::kInFlight;
     JA_UNROLL
     for (int i = 0; i < kAcc; ++i) acc[i] = Acc{0};
     const bool arrives = thread_id() % kWarp == 0;
@@ -213,22 +240,17 @@ struct GemmWgmma {
       sm90::mbarrier_wait(&full[s], (it / kStages) & 1);
       sm90::fence_proxy_async();
       const uint32_t stage = base + s * kStageBytes;
-      const uint64_t da = sm90::sw128_desc(stage + row0 * kRowBytes);
-      const uint64_t db = sm90::sw128_desc(stage + BM * kRowBytes);
-      sm90::wgmma_fence();
-      sm90::hold_registers(acc);
-      JA_UNROLL
-      for (int kk = 0; kk < kBK / Family::kStepK; ++kk) {
-        Family::mma(acc, da + kk * sm90::kSw128KStep, db + kk * sm90::kSw128KStep);
-      }
-      sm90::wgmma_commit();
-      sm90::hold_registers(acc);
-      sm90::wgmma_wait<1>();  // the group of the K block before has read its stage: free it
-      if (kt > 0 && arrives) sm90::mbarrier_arrive(&empty[(it - 1) % kStages]);
+      step(acc, sm90::sw128_desc(stage + row0 * kRowBytes),
+           sm90::sw128_desc(stage + BM * kRowBytes), kt);
+      // The groups of the K blocks before the last kInFlight have read their stages: free them.
+      sm90::wgmma_wait<kInFlight>();
+      if (kt >= kInFlight && arrives) sm90::mbarrier_arrive(&empty[(it - kInFlight) % kStages]);
     }
-    sm90::wgmma_wait<0>();
-    sm90::hold_registers(acc);
-    if (ktiles > 0 && arrives) sm90::mbarrier_arrive(&empty[(it - 1) % kStages]);
+    if constexpr (kInFlight > 0) {
+      sm90::wgmma_wait<0>();
+      sm90::hold_registers(acc);
+      if (ktiles > 0 && arrives) sm90::mbarrier_arrive(&empty[(it - 1) % kStages]);
+    }
   }
 };
 

@@ -1,11 +1,11 @@
 // The sm_90a instructions of the wgmma GEMM engine (jax_aiter_gemm_wgmma.hpp): the shared-memory
-// matrix descriptor, wgmma m64n256k16 with float accumulators and m64n256k32 s8 with s32 ones, the
-// mbarrier operations of its stage ring, the proxy fence and the register hand-over between
-// warpgroups. CUDA only, built for sm_90a (cmake/JaxAiterKernels.cmake: -gencode
-// arch=compute_90a,code=sm_90a; wgmma and setmaxnreg exist on no other target). Facts restated from
-// NVIDIA's PTX ISA 8.x/9.0: "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (wgmma, its
-// descriptor and register fragments), "mbarrier", "cp.async.mbarrier.arrive", "setmaxnreg",
-// "membar/fence" (fence.proxy.async).
+// matrix descriptor, wgmma m64n256k16 with float accumulators, m64n256k32 s8 with s32 ones,
+// m64n128k32 e4m3 with float ones, the mbarrier operations of its stage ring, the proxy fence and
+// the register hand-over between warpgroups. CUDA only, built for sm_90a
+// (cmake/JaxAiterKernels.cmake: -gencode arch=compute_90a,code=sm_90a; wgmma and setmaxnreg exist
+// on no other target). Facts restated from NVIDIA's PTX ISA 8.x/9.0: "Asynchronous Warpgroup Level
+// Matrix Multiply-Accumulate" (wgmma, its descriptor and register fragments), "mbarrier",
+// "cp.async.mbarrier.arrive", "setmaxnreg", "membar/fence" (fence.proxy.async).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -75,6 +75,14 @@ struct WgmmaInput<F16> {
       C(d[108]), C(d[109]), C(d[110]), C(d[111]), C(d[112]), C(d[113]), C(d[114]), C(d[115]),   \
       C(d[116]), C(d[117]), C(d[118]), C(d[119]), C(d[120]), C(d[121]), C(d[122]), C(d[123]),   \
       C(d[124]), C(d[125]), C(d[126]), C(d[127])
+#define JA_WGMMA_D64(C)                                                                         \
+  C(d[0]), C(d[1]), C(d[2]), C(d[3]), C(d[4]), C(d[5]), C(d[6]), C(d[7]), C(d[8]), C(d[9]),     \
+      C(d[10]), C(d[11]), C(d[12]), C(d[13]), C(d[14]), C(d[15]), C(d[16]), C(d[17]), C(d[18]), \
+      C(d[19]), C(d[20]), C(d[21]), C(d[22]), C(d[23]), C(d[24]), C(d[25]), C(d[26]), C(d[27]), \
+      C(d[28]), C(d[29]), C(d[30]), C(d[31]), C(d[32]), C(d[33]), C(d[34]), C(d[35]), C(d[36]), \
+      C(d[37]), C(d[38]), C(d[39]), C(d[40]), C(d[41]), C(d[42]), C(d[43]), C(d[44]), C(d[45]), \
+      C(d[46]), C(d[47]), C(d[48]), C(d[49]), C(d[50]), C(d[51]), C(d[52]), C(d[53]), C(d[54]), \
+      C(d[55]), C(d[56]), C(d[57]), C(d[58]), C(d[59]), C(d[60]), C(d[61]), C(d[62]), C(d[63])
 #define JA_PLUS_F(x) "+f"(x)
 #define JA_PLUS_R(x) "+r"(x)
 template <typename E>
@@ -100,10 +108,27 @@ JA_DEVICE void wgmma_m64n256k32_s8(int (&d)[128], uint64_t desc_a, uint64_t desc
                : JA_WGMMA_D128(JA_PLUS_R)
                : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
+// The fp8 form on 64 x 128: e4m3 x e4m3 with f32 accumulators (layout as m64n256k16's, 64 a
+// thread), 32 bytes of K a step as the s8 form; scale-a, scale-b 1 and no transpose operand
+// (8-bit operands are K-major only). scale_d 0: d = a . b (a fresh partial sum).
+JA_DEVICE void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
+                                     int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3\n{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63 "
+      "},\n%64, %65, p, 1, 1;\n}\n"
+      : JA_WGMMA_D64(JA_PLUS_F)
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
 #undef JA_PLUS_R
 #undef JA_PLUS_F
 #undef JA_WGMMA_D128
 #undef JA_WGMMA_N256
+#undef JA_WGMMA_D64
 
 // A V-like operand for B: stored [k][n] (N contiguous, "MN-major"), in the same 128-byte swizzled
 // rows the producers write for K-major tiles (row = one k, 64 n a row, 8-row atoms of 1024 bytes).

@@ -93,8 +93,7 @@ struct Fp8Call {
         b_scale(DType::kF32,
                 {std::max<int64_t>((n_ + 127) / 128, 1), std::max<int64_t>(k_ / 128, 1)}),
         out(out_dtype, {m_, n_}),
-        workspace(DType::kU8, {std::max<int64_t>(n_ * 4, std::max<int64_t>(k_ / 128, 1) *
-                                                             ((n_ + 127) / 128) * 4)}) {
+        workspace(DType::kU8, {workspace_for(m_, n_, k_)}) {
     fake::Rng rng(seed);
     for (auto* arr : {&a, &b_plain}) {
       for (auto& byte : arr->bytes) {
@@ -110,6 +109,15 @@ struct Fp8Call {
     fake::fill(b_scale, rng, 1e-2, 1e-1);
     out.poison();
     std::fill(workspace.bytes.begin(), workspace.bytes.end(), 0xAB);
+  }
+
+  // The op's rule (GemmFp8Blockscale::workspace_bytes), restated: fp8gemm_blockscale's bias,
+  // FlatMM's transposed scales or the portable tier's split partials, the largest.
+  static int64_t workspace_for(int64_t m, int64_t n, int64_t k) {
+    const int64_t splits =
+        ops::kGemmFp8BlockscaleWgmmaOn ? ops::gemm_fp8_blockscale_max_split(m, n) : 1;
+    return std::max({n * 4, std::max<int64_t>(k / 128, 1) * ((n + 127) / 128) * 4,
+                     splits > 1 ? splits * m * n * 4 : int64_t{0}});
   }
 
   fake::CallFrame frame(const Options& o) {
@@ -234,6 +242,61 @@ TEST(GemmFp8BlockscalePortable, TheTwinReadsItsStruct) {
   ASSERT_TRUE(ja::runtime::Host::launch(0, nullptr, k, launch).ok());
   EXPECT_FALSE(std::isnan(c.out.at(31 * 256 + 255)));
   EXPECT_TRUE(std::isnan(c.out.at(32 * 256)));
+}
+
+// sm_90's w tile (taken when kGemmFp8BlockscaleWgmmaOn): the rule's choice planned and run on its
+// host twins, unsplit (one 128 x 256 tile per block, partial last tile) and split (f32 slices in
+// the workspace, then the finish adding them in order); the packed fields and the grid. With the
+// switch off the op reserves no slices, so the test gives the workspace the plan needs.
+TEST(GemmFp8BlockscalePortable, TheWgmmaTilesPlanAndTwins) {
+  const ja::Target h100{ja::BackendKind::kCuda, ja::Arch::kSm90, 132};
+  struct Case {
+    int64_t m, n, k, splits;
+    DType out;
+  };
+  // Small enough for the twins (well under a second): a partial last tile (rows and columns, the
+  // second 128-column half partial), 2 and 4 splits (one tile of 16 columns).
+  for (const Case& s : {Case{200, 400, 256, 1, DType::kBF16}, Case{130, 272, 1024, 2, DType::kF16},
+                        Case{128, 16, 2048, 4, DType::kBF16}}) {
+    Fp8Call c(s.m, s.n, s.k, 40 + s.m, DType::kF8E4M3FN, s.out);
+    c.workspace = Array(
+        DType::kU8,
+        {std::max<int64_t>(c.workspace.bytes.size(), s.splits > 1 ? s.splits * s.m * s.n * 4 : 0)});
+    ops::GemmFp8BlockscaleParams p = params_of(c);
+    ASSERT_TRUE(ops::GemmFp8Blockscale::validate(p).ok());
+    const auto choice = ops::choose_portable_gemm_fp8_blockscale(s.m, s.n, s.k, 132, true);
+    ASSERT_EQ(ja::kernels::kGemmFp8BlockscaleTiles[choice.tile].name, "w128x256");
+    ASSERT_EQ(choice.splits, s.splits) << s.m << "x" << s.n << "x" << s.k;
+    ja::kernels::Plan plan;
+    plan.workspace_base = c.workspace.data();
+    ops::GemmFp8BlockscalePortableTier::plan(p, h100, choice, plan);
+    EXPECT_LE(plan.workspace.total, static_cast<int64_t>(c.workspace.bytes.size()));
+    if (ops::kGemmFp8BlockscaleWgmmaOn) {
+      EXPECT_LE(plan.workspace.total, ops::GemmFp8Blockscale::workspace_bytes(p));
+    }
+    const ja::kernels::Launch& main = plan.steps[0].launch;
+    EXPECT_EQ(main.grid, (ja::kernels::Dim3{static_cast<uint32_t>((s.n + 255) / 256),
+                                            static_cast<uint32_t>((s.m + 127) / 128),
+                                            static_cast<uint32_t>(s.splits)}));
+    EXPECT_EQ(main.block, (ja::kernels::Dim3{384, 1, 1}));
+    EXPECT_EQ(main.shared_bytes, ja::kernels::gemm_fp8_blockscale::kWgmmaSmemBytes);
+    if (s.splits == 1) {
+      ASSERT_EQ(plan.count, 1u);
+      EXPECT_EQ(main.kernel->symbol, "jax_aiter_gemm_fp8_blockscale_w128x256");
+    } else {
+      ASSERT_EQ(plan.count, 2u);
+      EXPECT_EQ(main.kernel->symbol, "jax_aiter_gemm_fp8_blockscale_split_w128x256");
+      const auto a = main.args.unpack<ja::kernels::GemmFp8BlockscaleSplitArgs>();
+      EXPECT_EQ(a.partial, c.workspace.data());
+      EXPECT_EQ(a.k_chunk * s.splits, s.k);
+      EXPECT_EQ(plan.steps[1].launch.kernel->symbol, "jax_aiter_gemm_fp8_blockscale_finish");
+      const auto f = plan.steps[1].launch.args.unpack<ja::kernels::GemmFp8BlockscaleFinishArgs>();
+      EXPECT_EQ(f.splits, s.splits);
+      EXPECT_EQ(f.out_f16, s.out == DType::kF16 ? 1 : 0);
+    }
+    ASSERT_TRUE(run_on_host(plan));
+    EXPECT_TRUE(c.check()) << s.m << "x" << s.n << "x" << s.k << " split " << s.splits;
+  }
 }
 
 // ---- fp8gemm_blockscale, through its ABI twins -----------------------------------------------

@@ -44,6 +44,54 @@ inline constexpr std::array kGemmFp8BlockscaleFields{
     JAX_AITER_ARG_FIELD(GemmFp8BlockscaleArgs, fnuz),
 };
 
+// The w tile's split form (grid z = split): split z sums K [z * k_chunk, min(K, (z + 1) * k_chunk))
+// (k_chunk a multiple of 128) and stores its f32 totals into slice z of partial.
+struct GemmFp8BlockscaleSplitArgs {
+  const void* a;
+  const void* b;
+  const void* a_scale;
+  const void* b_scale;
+  void* partial;  // f32 [splits, M, N]
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t k_chunk;
+};
+static_assert(offsetof(GemmFp8BlockscaleSplitArgs, M) == 40 &&
+              offsetof(GemmFp8BlockscaleSplitArgs, k_chunk) == 56 &&
+              sizeof(GemmFp8BlockscaleSplitArgs) == 64);
+
+inline constexpr std::array kGemmFp8BlockscaleSplitFields{
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, a),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, b),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, a_scale),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, b_scale),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, partial),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, K),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, lda),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleSplitArgs, k_chunk),
+};
+
+// out[i] = sum over z in order of partial[z][i], rounded once to bf16 or f16.
+struct GemmFp8BlockscaleFinishArgs {
+  const void* partial;  // f32 [splits, M, N]
+  void* out;            // bf16 or f16 [M, N]
+  int32_t M, N;
+  int32_t splits;
+  int32_t out_f16;
+};
+static_assert(sizeof(GemmFp8BlockscaleFinishArgs) == 32);
+
+inline constexpr std::array kGemmFp8BlockscaleFinishFields{
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleFinishArgs, partial),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleFinishArgs, out),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleFinishArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleFinishArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleFinishArgs, splits),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleFinishArgs, out_f16),
+};
+
 // dst[c][r] = src[r][c] for f32 src [rows, cols]: the b_scale AITER's FlatMM kernel reads.
 struct GemmFp8BlockscaleTransposeArgs {
   const void* src;  // f32 [rows, cols]
@@ -65,28 +113,50 @@ inline constexpr KernelInfo kGemmFp8BlockscaleTranspose{
     kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_transpose_scales",
     sizeof(GemmFp8BlockscaleTransposeArgs), kGemmFp8BlockscaleTransposeFields};
 
+inline constexpr KernelInfo kGemmFp8BlockscaleFinish{
+    kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_finish",
+    sizeof(GemmFp8BlockscaleFinishArgs), kGemmFp8BlockscaleFinishFields};
+
 struct GemmFp8BlockscaleTile {
   std::string_view name;
   int bm, bn, bk, threads;
   KernelInfo kernel;
+  KernelInfo split_kernel;  // the w tile's; an mma tile has none (empty symbol)
 };
 
 namespace gemm_fp8_blockscale_detail {
+// The w tiles' kernels take the wgmma engine's dynamic shared memory (the CUDA backend opts in).
+constexpr KernelInfo kernel(std::string_view symbol, std::string_view tile, uint32_t bytes,
+                            std::span<const ArgField> fields) {
+  KernelInfo k{kGemmFp8BlockscaleCodeObject, symbol, bytes, fields};
+  if (tile[0] == 'w') k.dynamic_shared = gemm_fp8_blockscale::kWgmmaSmemBytes;
+  return k;
+}
 // clang-format off
 #define JA_GEMM_FP8_BLOCKSCALE_TILE(name, BM, BN, BK, THREADS)                                  \
   GemmFp8BlockscaleTile{#name, BM, BN, BK, THREADS,                                             \
-                        KernelInfo{kGemmFp8BlockscaleCodeObject,                                \
-                                   "jax_aiter_gemm_fp8_blockscale_" #name,                      \
-                                   sizeof(GemmFp8BlockscaleArgs), kGemmFp8BlockscaleFields}},
+                        kernel("jax_aiter_gemm_fp8_blockscale_" #name, #name,                   \
+                               sizeof(GemmFp8BlockscaleArgs), kGemmFp8BlockscaleFields),        \
+                        #name[0] == 'w'                                                         \
+                            ? kernel("jax_aiter_gemm_fp8_blockscale_split_" #name, #name,       \
+                                     sizeof(GemmFp8BlockscaleSplitArgs),                        \
+                                     kGemmFp8BlockscaleSplitFields)                             \
+                            : KernelInfo{}},
 inline constexpr GemmFp8BlockscaleTile kTiles[] = {
     JAX_AITER_GEMM_FP8_BLOCKSCALE_TILES(JA_GEMM_FP8_BLOCKSCALE_TILE)};
 #undef JA_GEMM_FP8_BLOCKSCALE_TILE
 // clang-format on
 }  // namespace gemm_fp8_blockscale_detail
 
-// Largest BM first (the portable rule picks the first with BM <= M).
+// The mma tiles largest BM first (the portable rule picks the first with BM <= M), then the w
+// tile (sm_90 only, by name).
 inline constexpr std::span<const GemmFp8BlockscaleTile> kGemmFp8BlockscaleTiles =
     gemm_fp8_blockscale_detail::kTiles;
 static_assert(kGemmFp8BlockscaleTiles[0].kernel.symbol == "jax_aiter_gemm_fp8_blockscale_t128x128");
+static_assert(kGemmFp8BlockscaleTiles[0].kernel.dynamic_shared == 0);
+static_assert(kGemmFp8BlockscaleTiles.back().split_kernel.symbol ==
+              "jax_aiter_gemm_fp8_blockscale_split_w128x256");
+static_assert(kGemmFp8BlockscaleTiles.back().split_kernel.dynamic_shared ==
+              gemm_fp8_blockscale::kWgmmaSmemBytes);
 
 }  // namespace jax_aiter::kernels

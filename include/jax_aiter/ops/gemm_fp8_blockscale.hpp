@@ -45,13 +45,18 @@ struct GemmFp8Blockscale {
   }
 
   // Sized before any device is known, for whichever tier runs: fp8gemm_blockscale's zeroed
-  // stand-in bias (f32 [N]) or flatmm's transposed b_scale (f32 [K/128, N/128]), each the plan's
-  // one workspace piece; mi350 and the portable tier need none.
+  // stand-in bias (f32 [N]), flatmm's transposed b_scale (f32 [K/128, N/128]) or the portable
+  // tier's split partials (f32 [splits, M, N], sm_90's w tile while kGemmFp8BlockscaleWgmmaOn;
+  // none when the shape never splits: gemm_fp8_blockscale_max_split), each the plan's one
+  // workspace piece; mi350 needs none.
   static int64_t workspace_bytes(const Params& p) {
-    kernels::WorkspaceLayout bias, scales;
+    kernels::WorkspaceLayout bias, scales, partials;
     bias.add("zero_bias", p.n() * 4);
     scales.add("b_scale_t", p.k_blocks() * p.n_blocks() * 4);
-    return std::max(bias.total, scales.total);
+    const int64_t splits =
+        kGemmFp8BlockscaleWgmmaOn ? gemm_fp8_blockscale_max_split(p.m(), p.n()) : 1;
+    if (splits > 1) partials.add("partials", splits * p.m() * p.n() * 4);
+    return std::max({bias.total, scales.total, partials.total});
   }
 };
 

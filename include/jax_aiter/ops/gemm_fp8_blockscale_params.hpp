@@ -59,6 +59,25 @@ struct GemmFp8BlockscaleParams {
   int64_t n_blocks() const { return ceil_div(n(), kernels::gemm_fp8_blockscale::kScaleBlock); }
 };
 
+// The portable tier's split-K partials (sm_90's w tile, M >= 128: f32 [splits, M, N]) stay
+// within this many bytes, as the bf16 GEMM's (so the workspace Python allocates at trace time stays
+// small), and the splits at kGemmFp8BlockscaleMaxSplit (the w tiles' one-wave rule never asks
+// more at M >= 128 on 132 SMs).
+inline constexpr int64_t kGemmFp8BlockscalePartialsCap = int64_t{32} << 20;
+inline constexpr int64_t kGemmFp8BlockscaleMaxSplit = 4;
+inline constexpr int64_t kGemmFp8BlockscaleSplitMinM = 128;  // the w tile's rows
+
+// The most K splits the portable tier may use for an [M, N] output on any device: the workspace
+// holds that many f32 partial outputs. 1: it never splits.
+constexpr int64_t gemm_fp8_blockscale_max_split(int64_t m, int64_t n) {
+  if (m < kGemmFp8BlockscaleSplitMinM || n <= 0) return 1;
+  const int64_t fit = kGemmFp8BlockscalePartialsCap / (m * n * int64_t{4});
+  return fit >= 2 ? (fit < kGemmFp8BlockscaleMaxSplit ? fit : kGemmFp8BlockscaleMaxSplit) : 1;
+}
+static_assert(gemm_fp8_blockscale_max_split(128, 8192) == 4);
+static_assert(gemm_fp8_blockscale_max_split(127, 8192) == 1);
+static_assert(gemm_fp8_blockscale_max_split(4096, 4096) == 1);
+
 namespace gemm_fp8_blockscale_detail {
 
 // Both names of the one byte layout (see b_layout).
