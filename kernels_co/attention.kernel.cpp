@@ -1345,6 +1345,460 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
 }
 #endif  // __CUDACC__
 
+// ---- sm_90 backward: wgmma with warp specialisation ---------------------------------------------
+//
+// The backward of FlashAttention-3 (Shah et al. 2024, section 3; FA2's algorithm) in our two-pass,
+// atomic-free form, on the forward's primitives: warpgroup 0 produces with cp.async into
+// mbarrier-guarded rings, warpgroups 1 and 2 consume with wgmma (setmaxnreg 24 / 240, as
+// attn_fwd_wg).
+//   dkdv (a block: 128 keys of one key head; a consumer: 64 of them): K and V stay in shared
+//     memory; the producer streams 64-row tiles of Q and dO with their lse and delta through a
+//     kWgBwdStages ring, over the group's query heads and the query tiles that see the keys. Per
+//     tile the consumer computes S^T = K Q^T and dP^T = V dO^T (wgmma m64n64k16 from shared
+//     memory: keys are the rows, so P^T and dS^T land in the accumulator layout, which is the
+//     register A operand of the next products), P^T = exp(S^T scale - lse), dS^T = P^T (dP^T -
+//     delta), then dV += P^T dO and dK += dS^T Q (m64n128k16, A from registers, dO and Q read
+//     MN-major through the transpose flag, as the forward reads V). dK and dV stay in registers
+//     (128 a thread) until the end; no query head's sum leaves the block (GQA as attn_bwd_dkdv).
+//   dq (a block: 128 query rows of one query head; a consumer: 64): Q and dO stay; K and V tiles
+//     of 128 keys stream through a kWgDqStages ring; S = Q K^T, dP = dO V^T (m64n128k16 from
+//     shared memory), dS in registers, dQ += dS K (K read MN-major). Blocks take their query tiles
+//     last first: under a causal mask those see the most keys.
+// Taken by plans for sm_90 only (ops/attention_portable.hpp, attn_bwd_takes_wgmma). Measured (H200,
+// 2026-11-28, benchmarks/gpu/NOTES.md): backward 314 / 350 / 365 TFLOP/s at b4 s4096 hq32 hk8 d128
+// causal / b4 s4096 hq=hk=32 / b1 s16384 hq32 hk8 causal, 2.5-2.6x the mma.sync passes; dkdv runs
+// its four products at 440-485 TFLOP/s, dq its three at 460-500. Each consumer waits for its own
+// products before the next (issuing the next tile's S^T behind dV and dK measured -5% causal, +6%
+// non-causal: not kept).
+#if defined(__CUDACC__)
+struct AttnBwdWg {
+  static constexpr int D = 128, kThreads = attn::kWgThreads;
+  static constexpr int BK = attn::kWgBwdKeys, BQ = attn::kWgBwdRows, kStages = attn::kWgBwdStages;
+  static constexpr int DqRows = attn::kWgRowsQ, DqKeys = attn::kWgDqKeys;
+  static constexpr int kDqStages = attn::kWgDqStages;
+  // A tile of R rows x 128 16-bit columns: two 64-column halves of R 128-byte swizzled rows.
+  template <int R>
+  static constexpr uint32_t kHalfBytes = R * 128;
+  template <int R>
+  static constexpr uint32_t kTileBytes = 2 * R * 128;
+  static_assert(kThreads == 3 * 128 && BK == 128 && BQ == 64 && DqRows == 128 && DqKeys == 128);
+  static_assert(attn::kWgDkdvSmemBytes == 1024 + 2 * kTileBytes<BK> +
+                                              kStages * (2 * kTileBytes<BQ> + 2 * BQ * 4) +
+                                              8 * (1 + 2 * kStages));
+  static_assert(attn::kWgDqSmemBytes == 1024 + 2 * kTileBytes<DqRows> +
+                                            kDqStages * 2 * kTileBytes<DqKeys> +
+                                            8 * (1 + 2 * kDqStages));
+  // The GEMM engine's split (ptxas -v: no spills; 24 / 240 spilled 8-12 bytes in the producer,
+  // while the consumers fit in 224: dk, dv and the two score tiles).
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= 168 * kThreads);
+};
+
+// wg_load_tile for a tile of R rows: rows [0, rows) and columns [0, cols) of g (row stride
+// `stride`) into the two swizzled halves at dst, zeros elsewhere; the producer's 128 threads.
+template <int R>
+JA_DEVICE void wgb_load_tile(uint32_t dst, const uint16_t* g, long long stride, int rows,
+                             int cols) {
+  const int t = thread_id() % 128, c = t % 16, r0 = t / 16;
+  const bool col_ok = c * 8 < cols;
+  const uint16_t* src = g + r0 * stride + c * 8;
+  const long long step = 8 * stride;
+  uint32_t d = dst + (c / 8) * AttnBwdWg::kHalfBytes<R> + r0 * 128 + ((c % 8) ^ r0) * 16;
+  JA_UNROLL
+  for (int p = 0; p < R / 8; ++p) {
+    const bool ok = col_ok && r0 + 8 * p < rows;
+    cp_async_16(d, ok ? src : g, ok);
+    src += step;
+    d += 1024;
+  }
+}
+
+// 4 bytes global -> shared, asynchronously (zeros when !valid): lse and delta rows, whose offsets
+// are not 16-byte aligned.
+JA_DEVICE void cp_async_4(uint32_t smem_addr, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_addr), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+}
+
+// Stores rows [0, 64) of a consumer's 64 x 128 accumulator (times f) at g (row r_lane - r_base:
+// this thread's rows r_lane, r_lane + 8), rows below `rows` and columns below `cols`.
+template <typename E>
+JA_DEVICE void wgb_store(const float (&acc)[64], float f, uint16_t* g, long long stride, int r_lane,
+                         int rows, int cols, int c_lane) {
+  JA_UNROLL
+  for (int sl = 0; sl < 2; ++sl) {
+    const int r = r_lane + 8 * sl;
+    if (r >= rows) continue;
+    uint16_t* const row = g + r * stride;
+    JA_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const int c = 8 * j + c_lane;
+      if (c < cols) {
+        *reinterpret_cast<uint32_t*>(row + c) =
+            pack2<E>(acc[4 * j + 2 * sl] * f, acc[4 * j + 2 * sl + 1] * f);
+      }
+    }
+  }
+}
+
+// Zeros rows [0, rows) x columns [0, cols) at g: what a block whose rows or keys see nothing owes.
+JA_DEVICE void wgb_zero(uint16_t* g, long long stride, int rows, int cols) {
+  for (int i = thread_id(); i < rows * cols; i += AttnBwdWg::kThreads) {
+    g[(i / cols) * stride + i % cols] = 0;
+  }
+}
+
+template <typename E>
+JA_DEVICE void attn_bwd_dkdv_wg(const BwdParams& p) {
+  using W = AttnBwdWg;
+  constexpr int BK = W::BK, BQ = W::BQ, S = W::kStages;
+  constexpr uint32_t kKv = W::kTileBytes<BK>, kKvHalf = W::kHalfBytes<BK>;
+  constexpr uint32_t kRow = W::kTileBytes<BQ>, kRowHalf = W::kHalfBytes<BQ>;
+  const Seq s = sequence(p, block_id_z());
+  const int n0 = block_id() * BK;
+  if (n0 >= s.k_len) return;
+  const int b = block_id_z(), hk = block_id_y();
+  const int left = p.window_left, right = p.window_right;
+  const int group = p.heads_q / p.heads_k;
+  const Range rows = queries_seeing(n0, imin(n0 + BK, s.k_len), s, left, right);
+  const int m_first = rows.hi > rows.lo ? rows.lo / BQ * BQ : 0;
+  const int ntq = rows.hi > rows.lo ? (rows.hi - m_first + BQ - 1) / BQ : 0;
+  const int total = group * ntq;  // (query head, query tile) steps
+  uint16_t* const dk = static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride +
+                       (s.k_start + n0) * p.dk_seq_stride + hk * p.dk_head_stride;
+  uint16_t* const dv = static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride +
+                       (s.k_start + n0) * p.dv_seq_stride + hk * p.dv_head_stride;
+  if (total == 0) {  // no query sees these keys
+    wgb_zero(dk, p.dk_seq_stride, imin(BK, s.k_len - n0), p.head_dim);
+    wgb_zero(dv, p.dv_seq_stride, imin(BK, s.k_len - n0), p.head_dim_v);
+    return;
+  }
+
+  // Shared memory: K, V, then per stage Q and dO, then per stage lse and delta (BQ floats each),
+  // then the barriers.
+  unsigned char* smem_raw = dynamic_shared();
+  if (dynamic_shared_bytes() < attn::kWgDkdvSmemBytes) __trap();  // a plan that gave too little
+  const uint32_t raw = shared_address(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;  // the swizzle's atoms are 1024-byte aligned
+  const uint32_t sk = base, sv = base + kKv, stages = base + 2 * kKv;
+  const uint32_t rows_s = stages + S * 2 * kRow;  // lse of stage st at rows_s + st * 8 BQ
+  const float* const rows_p = reinterpret_cast<const float*>(smem_raw + (rows_s - raw));
+  uint64_t* const bar_kv = reinterpret_cast<uint64_t*>(smem_raw + (rows_s - raw) + S * 8 * BQ);
+  uint64_t* const full = bar_kv + 1;
+  uint64_t* const empty = full + S;
+  if (thread_id() == 0) {
+    sm90::mbarrier_init(bar_kv, 128);  // every producer thread, once its copies landed
+    for (int i = 0; i < S; ++i) {
+      sm90::mbarrier_init(&full[i], 128);
+      sm90::mbarrier_init(&empty[i], 8);  // lane 0 of each consumer warp
+    }
+  }
+  barrier();
+
+  if (thread_id() < 128) {  // the producer
+    sm90::registers_release<W::kProducerRegs>();
+    wgb_load_tile<BK>(sk,
+                      static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                          (s.k_start + n0) * p.k_seq_stride + hk * p.k_head_stride,
+                      p.k_seq_stride, s.k_len - n0, p.head_dim);
+    wgb_load_tile<BK>(sv,
+                      static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                          (s.k_start + n0) * p.v_seq_stride + hk * p.v_head_stride,
+                      p.v_seq_stride, s.k_len - n0, p.head_dim_v);
+    sm90::mbarrier_arrive_on_copies(bar_kv);
+    const uint16_t* const qg =
+        static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + s.q_start * p.q_seq_stride;
+    const uint16_t* const og =
+        static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + s.q_start * p.do_seq_stride;
+    // Threads 0-63 copy the tile's lse, 64-127 its delta (0 past the sequence: those rows of Q
+    // and dO are zeros, so they add nothing).
+    static_assert(2 * BQ == 128);
+    const int t = thread_id(), r = t % BQ;
+    const float* const lg = (t < BQ ? p.lse : p.delta) + b * p.lse_batch_stride + s.q_start + r;
+    for (int step = 0; step < total; ++step) {
+      const int st = step % S;
+      const int hq = hk * group + step / ntq, m = m_first + (step % ntq) * BQ;
+      if (step >= S) sm90::mbarrier_wait(&empty[st], ((step / S) - 1) & 1);
+      const uint32_t sq = stages + st * 2 * kRow;
+      wgb_load_tile<BQ>(sq, qg + m * p.q_seq_stride + hq * p.q_head_stride, p.q_seq_stride,
+                        s.q_len - m, p.head_dim);
+      wgb_load_tile<BQ>(sq + kRow, og + m * p.do_seq_stride + hq * p.do_head_stride,
+                        p.do_seq_stride, s.q_len - m, p.head_dim_v);
+      const bool ok = m + r < s.q_len;
+      cp_async_4(rows_s + st * 8 * BQ + 4 * t, lg + hq * p.lse_head_stride + m, ok);
+      sm90::mbarrier_arrive_on_copies(&full[st]);
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  sm90::registers_claim<W::kConsumerRegs>();
+
+  const int tw = thread_id() % 128, warp = tw / kWarp, lane = tw % kWarp;
+  const int key0 = 64 * (thread_id() / 128 - 1);        // this consumer's first key in the block
+  const int k_lane = n0 + key0 + 16 * warp + lane / 4;  // key of slot 0 (slot 1: + 8)
+  const int c_lane = 2 * (lane % 4);  // query column of element 0 in each 8-column block
+  const float scale2 = p.scale * kLog2e;
+  const bool arrives = lane == 0;
+
+  float dka[64], dva[64];
+  JA_UNROLL
+  for (int i = 0; i < 64; ++i) dka[i] = dva[i] = 0.f;
+  float pt[32], dp[32];  // S^T then P^T; dP^T then dS^T (64 keys x 64 queries)
+  uint32_t pf[BQ / 16][4], df[BQ / 16][4];
+  sm90::mbarrier_wait(bar_kv, 0);
+  const uint64_t desc_k = sm90::sw128_desc(sk + key0 * 128);
+  const uint64_t desc_v = sm90::sw128_desc(sv + key0 * 128);
+
+  for (int step = 0; step < total; ++step) {
+    const int st = step % S;
+    const int m = m_first + (step % ntq) * BQ;
+    const uint32_t sq = stages + st * 2 * kRow, so = sq + kRow;
+    const float* const lse_t = rows_p + st * 2 * BQ;
+    const float* const dlt_t = lse_t + BQ;
+    sm90::mbarrier_wait(&full[st], (step / S) & 1);
+    sm90::fence_proxy_async();
+    const uint64_t desc_q = sm90::sw128_desc(sq), desc_o = sm90::sw128_desc(so);
+    sm90::wgmma_fence();
+    JA_UNROLL
+    for (int kk = 0; kk < W::D / 16; ++kk) {
+      const uint64_t ok = (kk / 4) * (kKvHalf >> 4) + (kk % 4) * sm90::kSw128KStep;
+      const uint64_t oq = (kk / 4) * (kRowHalf >> 4) + (kk % 4) * sm90::kSw128KStep;
+      sm90::wgmma_m64n64k16_ss<E>(pt, desc_k + ok, desc_q + oq, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+    JA_UNROLL
+    for (int kk = 0; kk < W::D / 16; ++kk) {
+      const uint64_t ok = (kk / 4) * (kKvHalf >> 4) + (kk % 4) * sm90::kSw128KStep;
+      const uint64_t oq = (kk / 4) * (kRowHalf >> 4) + (kk % 4) * sm90::kSw128KStep;
+      sm90::wgmma_m64n64k16_ss<E>(dp, desc_v + ok, desc_o + oq, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+
+    // P^T = exp(S^T scale - lse) while dP^T is in flight; 0 where masked (tiles across a mask
+    // edge or the sequences' ends test each element). Element i: key k_lane + 8 ((i / 2) % 2),
+    // query m + 8 (i / 4) + c_lane + i % 2.
+    sm90::wgmma_wait<1>();
+    sm90::hold_registers(pt);
+    const bool check = !tile_unmasked(m, m + BQ, n0 + key0, n0 + key0 + 64, s, left, right);
+    JA_UNROLL
+    for (int j = 0; j < BQ / 8; ++j) {
+      const float2 l = *reinterpret_cast<const float2*>(lse_t + 8 * j + c_lane);
+      JA_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * j + e;
+        pt[i] = fast_exp2(pt[i] * scale2 - (e % 2 ? l.y : l.x) * kLog2e);
+        if (check && !visible(m + 8 * j + c_lane + e % 2, k_lane + 8 * (e / 2), s, left, right)) {
+          pt[i] = 0.f;
+        }
+      }
+    }
+    sm90::wgmma_wait<0>();
+    sm90::hold_registers(dp);
+    JA_UNROLL
+    for (int j = 0; j < BQ / 8; ++j) {
+      const float2 dl = *reinterpret_cast<const float2*>(dlt_t + 8 * j + c_lane);
+      JA_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * j + e;
+        dp[i] = pt[i] * (dp[i] - (e % 2 ? dl.y : dl.x));  // dS^T
+      }
+    }
+    JA_UNROLL
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      JA_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        pf[kk][r] = pack2<E>(pt[8 * kk + 2 * r], pt[8 * kk + 2 * r + 1]);
+        df[kk][r] = pack2<E>(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
+      }
+    }
+    // dV += P^T dO, dK += dS^T Q: dO and Q [query][d] read as B[d][query] (MN-major).
+    const uint64_t desc_ot = sm90::sw128_mn_desc(so, kRowHalf);
+    const uint64_t desc_qt = sm90::sw128_mn_desc(sq, kRowHalf);
+    sm90::wgmma_fence();
+    sm90::hold_registers(dva);
+    sm90::hold_registers(dka);
+    JA_UNROLL
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      sm90::wgmma_m64n128k16_rs_tb<E>(dva, pf[kk], desc_ot + kk * sm90::kSw128MnKStep);
+    }
+    JA_UNROLL
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      sm90::wgmma_m64n128k16_rs_tb<E>(dka, df[kk], desc_qt + kk * sm90::kSw128MnKStep);
+    }
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();  // the stage is free, dk and dv are ours again
+    sm90::hold_registers(dva);
+    sm90::hold_registers(dka);
+    JA_UNROLL
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      sm90::hold_registers(pf[kk]);
+      sm90::hold_registers(df[kk]);
+    }
+    if (arrives) sm90::mbarrier_arrive(&empty[st]);
+  }
+
+  const int kr = k_lane - n0;  // this thread's first key row in the block
+  wgb_store<E>(dka, p.scale, dk, p.dk_seq_stride, kr, s.k_len - n0, p.head_dim, c_lane);
+  wgb_store<E>(dva, 1.f, dv, p.dv_seq_stride, kr, s.k_len - n0, p.head_dim_v, c_lane);
+}
+
+template <typename E>
+JA_DEVICE void attn_bwd_dq_wg(const BwdParams& p) {
+  using W = AttnBwdWg;
+  constexpr int BM = W::DqRows, BN = W::DqKeys, S = W::kDqStages;
+  constexpr uint32_t kTile = W::kTileBytes<128>, kHalf = W::kHalfBytes<128>;
+  const Seq s = sequence(p, block_id_z());
+  // Last tile first (batch mode: seqlen_q is the sequence's length).
+  const int m0 = ((p.seqlen_q + BM - 1) / BM - 1 - block_id()) * BM;
+  if (m0 < 0 || m0 >= s.q_len) return;
+  const int b = block_id_z(), h = block_id_y();
+  const int hk = h / (p.heads_q / p.heads_k);
+  const int left = p.window_left, right = p.window_right;
+  const Range keys = keys_seen(m0, imin(m0 + BM, s.q_len), s, left, right);
+  const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
+  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
+  uint16_t* const dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride +
+                       (s.q_start + m0) * p.dq_seq_stride + h * p.dq_head_stride;
+  if (ntiles == 0) {  // no row of the block sees a key (causal sq > sk)
+    wgb_zero(dq, p.dq_seq_stride, imin(BM, s.q_len - m0), p.head_dim);
+    return;
+  }
+
+  unsigned char* smem_raw = dynamic_shared();
+  if (dynamic_shared_bytes() < attn::kWgDqSmemBytes) __trap();
+  const uint32_t raw = shared_address(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  const uint32_t sq = base, so = base + kTile, stages = base + 2 * kTile;
+  uint64_t* const bar_q =
+      reinterpret_cast<uint64_t*>(smem_raw + (base - raw) + (2 + 2 * S) * kTile);
+  uint64_t* const full = bar_q + 1;
+  uint64_t* const empty = full + S;
+  if (thread_id() == 0) {
+    sm90::mbarrier_init(bar_q, 128);
+    for (int i = 0; i < S; ++i) {
+      sm90::mbarrier_init(&full[i], 128);
+      sm90::mbarrier_init(&empty[i], 8);
+    }
+  }
+  barrier();
+
+  if (thread_id() < 128) {  // the producer
+    sm90::registers_release<W::kProducerRegs>();
+    wgb_load_tile<BM>(sq,
+                      static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                          (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride,
+                      p.q_seq_stride, s.q_len - m0, p.head_dim);
+    wgb_load_tile<BM>(so,
+                      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
+                          (s.q_start + m0) * p.do_seq_stride + h * p.do_head_stride,
+                      p.do_seq_stride, s.q_len - m0, p.head_dim_v);
+    sm90::mbarrier_arrive_on_copies(bar_q);
+    const uint16_t* const kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                               s.k_start * p.k_seq_stride + hk * p.k_head_stride;
+    const uint16_t* const vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                               s.k_start * p.v_seq_stride + hk * p.v_head_stride;
+    for (int t = 0; t < ntiles; ++t) {
+      const int st = t % S, n = n_first + t * BN;
+      if (t >= S) sm90::mbarrier_wait(&empty[st], ((t / S) - 1) & 1);
+      const uint32_t sk = stages + st * 2 * kTile;
+      wgb_load_tile<BN>(sk, kg + n * p.k_seq_stride, p.k_seq_stride, s.k_len - n, p.head_dim);
+      wgb_load_tile<BN>(sk + kTile, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n,
+                        p.head_dim_v);
+      sm90::mbarrier_arrive_on_copies(&full[st]);
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  sm90::registers_claim<W::kConsumerRegs>();
+
+  const int tw = thread_id() % 128, warp = tw / kWarp, lane = tw % kWarp;
+  const int row0 = 64 * (thread_id() / 128 - 1);        // this consumer's first row in the block
+  const int r_lane = m0 + row0 + 16 * warp + lane / 4;  // row of slot 0 (slot 1: + 8)
+  const int c_lane = 2 * (lane % 4);
+  const float scale2 = p.scale * kLog2e;
+  const bool arrives = lane == 0;
+  // lse (log2 units; +inf past the sequence: P = 0 there) and delta of this thread's two rows.
+  float lse2[2], dlt[2];
+  const long long lse_off = b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
+  JA_UNROLL
+  for (int sl = 0; sl < 2; ++sl) {
+    const int qi = r_lane + 8 * sl;
+    const bool ok = qi < s.q_len;
+    lse2[sl] = ok ? p.lse[lse_off + qi] * kLog2e : inf();
+    dlt[sl] = ok ? p.delta[lse_off + qi] : 0.f;
+  }
+
+  float dqa[64], sc[64], dp[64];
+  JA_UNROLL
+  for (int i = 0; i < 64; ++i) dqa[i] = 0.f;
+  uint32_t df[BN / 16][4];
+  sm90::mbarrier_wait(bar_q, 0);
+  const uint64_t desc_q = sm90::sw128_desc(sq + row0 * 128);
+  const uint64_t desc_o = sm90::sw128_desc(so + row0 * 128);
+
+  for (int t = 0; t < ntiles; ++t) {
+    const int st = t % S, n = n_first + t * BN;
+    const uint32_t sk = stages + st * 2 * kTile;
+    sm90::mbarrier_wait(&full[st], (t / S) & 1);
+    sm90::fence_proxy_async();
+    const uint64_t desc_k = sm90::sw128_desc(sk), desc_v = sm90::sw128_desc(sk + kTile);
+    sm90::wgmma_fence();
+    JA_UNROLL
+    for (int kk = 0; kk < W::D / 16; ++kk) {
+      const uint64_t off = (kk / 4) * (kHalf >> 4) + (kk % 4) * sm90::kSw128KStep;
+      sm90::wgmma_m64n128k16_ss<E>(sc, desc_q + off, desc_k + off, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+    JA_UNROLL
+    for (int kk = 0; kk < W::D / 16; ++kk) {
+      const uint64_t off = (kk / 4) * (kHalf >> 4) + (kk % 4) * sm90::kSw128KStep;
+      sm90::wgmma_m64n128k16_ss<E>(dp, desc_o + off, desc_v + off, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+
+    // P = exp(S scale - lse) while dP is in flight. Element i: row r_lane + 8 ((i / 2) % 2),
+    // key n + 8 (i / 4) + c_lane + i % 2.
+    sm90::wgmma_wait<1>();
+    sm90::hold_registers(sc);
+    const bool check = !tile_unmasked(m0 + row0, m0 + row0 + 64, n, n + BN, s, left, right);
+    JA_UNROLL
+    for (int i = 0; i < 64; ++i) {
+      const int sl = (i / 2) % 2;
+      sc[i] = fast_exp2(sc[i] * scale2 - lse2[sl]);
+      if (check && !visible(r_lane + 8 * sl, n + 8 * (i / 4) + c_lane + i % 2, s, left, right)) {
+        sc[i] = 0.f;
+      }
+    }
+    sm90::wgmma_wait<0>();
+    sm90::hold_registers(dp);
+    JA_UNROLL
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      JA_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const int i = 8 * kk + 2 * r, sl = r % 2;  // (i / 2) % 2 == r % 2
+        df[kk][r] = pack2<E>(sc[i] * (dp[i] - dlt[sl]), sc[i + 1] * (dp[i + 1] - dlt[sl]));
+      }
+    }
+    // dQ += dS K: K [key][d] read as B[d][key] (MN-major).
+    const uint64_t desc_kt = sm90::sw128_mn_desc(sk, kHalf);
+    sm90::wgmma_fence();
+    sm90::hold_registers(dqa);
+    JA_UNROLL
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      sm90::wgmma_m64n128k16_rs_tb<E>(dqa, df[kk], desc_kt + kk * sm90::kSw128MnKStep);
+    }
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    sm90::hold_registers(dqa);
+    JA_UNROLL
+    for (int kk = 0; kk < BN / 16; ++kk) sm90::hold_registers(df[kk]);
+    if (arrives) sm90::mbarrier_arrive(&empty[st]);
+  }
+  wgb_store<E>(dqa, p.scale, dq, p.dq_seq_stride, r_lane - m0, s.q_len - m0, p.head_dim, c_lane);
+}
+#endif  // __CUDACC__
+
 }  // namespace ja
 
 // ---- the kernels: parameter lists from the header's X-macros ------------------------------------
@@ -1434,3 +1888,27 @@ void jax_aiter_attn_dropout_mask(JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_PARAM_
   ja::attn_dropout_mask(
       ja::DropoutMaskParams{JAX_AITER_ATTN_DROPOUT_MASK_ARGS(JA_ATTN_NAME_F, JA_ATTN_NAME_X)});
 }
+
+// sm_90's wgmma backward passes (attn_bwd_dkdv_wg, attn_bwd_dq_wg); on AMD, as the wgmma forward's,
+// the symbols exist and trap.
+#define JA_ATTN_WG_BWD_KERNEL(tag, Elem)                                   \
+  JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::attention::kWgThreads, 1) \
+  void jax_aiter_attn_bwd_dkdv_wg_##tag##_d128(JA_ATTN_BWD_PARAMS) {       \
+    ja::wait_for_prior_grids();                                            \
+    ja::allow_dependent_grids();                                           \
+    JA_ATTN_WG_BWD_BODY(attn_bwd_dkdv_wg, Elem)                            \
+  }                                                                        \
+  JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::attention::kWgThreads, 1) \
+  void jax_aiter_attn_bwd_dq_wg_##tag##_d128(JA_ATTN_BWD_PARAMS) {         \
+    ja::wait_for_prior_grids();                                            \
+    ja::allow_dependent_grids();                                           \
+    JA_ATTN_WG_BWD_BODY(attn_bwd_dq_wg, Elem)                              \
+  }
+#if defined(__CUDACC__)
+#define JA_ATTN_WG_BWD_BODY(fn, Elem) ja::fn<ja::Elem>(ja::BwdParams{JA_ATTN_BWD_NAMES});
+#else
+#define JA_ATTN_WG_BWD_BODY(fn, Elem)     \
+  (void)ja::BwdParams{JA_ATTN_BWD_NAMES}; \
+  __builtin_trap();
+#endif
+JAX_AITER_ATTN_WG_BWD_KERNELS(JA_ATTN_WG_BWD_KERNEL)

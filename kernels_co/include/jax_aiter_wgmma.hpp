@@ -233,6 +233,40 @@ JA_DEVICE void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], ui
 #undef JA_WGMMA_M64N128K16_SS
 #undef JA_WGMMA_M64N128K16_RS_TB
 
+// d[64 x 64] (+)= a[64 x 16] . b[64 x 16]^T, both K-major in shared memory (the attention
+// backward's S^T = K Q^T and dP^T = V dO^T over 64 query rows); accumulator layout as
+// m64n256k16's, 32 a thread.
+#define JA_WGMMA_M64N64K16_SS(TYPE)                                                            \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                                  \
+  "\n{"                                                                                        \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "                                \
+  "},\n%32, %33, p, 1, 1, 0, 0;\n}\n"
+template <typename E>
+JA_DEVICE void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  if constexpr (WgmmaInput<E>::kBf16) {
+    asm volatile(JA_WGMMA_M64N64K16_SS("bf16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else {
+    asm volatile(JA_WGMMA_M64N64K16_SS("f16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+}
+#undef JA_WGMMA_M64N64K16_SS
+
 // Ordering of a warpgroup's wgmma: fence before the first wgmma that reads accumulators other
 // instructions touched, commit the issued ones as a group, wait until at most N groups are pending.
 JA_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

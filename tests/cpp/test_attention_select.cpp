@@ -1847,6 +1847,75 @@ TEST(PortablePlan, Sm90WgmmaForwardRule) {
   EXPECT_TRUE(declined([](Case& x) { x.dtype = DType::kF8E4M3FN; }));
 }
 
+// The portable backward on sm_90 runs the wgmma dkdv and dq passes for exactly the calls the
+// wgmma forward takes (attn_bwd_takes_wgmma), after the same pre pass; every other call and arch
+// plans the mma.sync / MFMA passes.
+TEST(PortablePlan, Sm90WgmmaBackwardRule) {
+  const auto bwd_symbols = [](const Case& c) {
+    K::Plan plan;
+    plan.workspace_base = reinterpret_cast<void*>(kWs);
+    ops::FlashAttnBwdPortableTier::plan(params(c).bwd, c.target(), plan);
+    EXPECT_EQ(plan.count, 3u);
+    std::vector<std::string> names;
+    for (size_t i = 0; i < plan.count; ++i) {
+      names.emplace_back(plan.steps[i].launch.kernel->symbol);
+    }
+    return names;
+  };
+  Case c;
+  c.arch = Arch::kSm90;
+  c.hq = 8;
+  c.hk = 2;
+  c.sq = 300;
+  c.sk = 520;
+  c.causal = true;
+  EXPECT_EQ(bwd_symbols(c), (std::vector<std::string>{"jax_aiter_attn_bwd_pre_bf16",
+                                                      "jax_aiter_attn_bwd_dkdv_wg_bf16_d128",
+                                                      "jax_aiter_attn_bwd_dq_wg_bf16_d128"}));
+  {
+    K::Plan plan;
+    plan.workspace_base = reinterpret_cast<void*>(kWs);
+    ops::FlashAttnBwdPortableTier::plan(params(c).bwd, c.target(), plan);
+    const K::Launch& dkdv = plan.steps[1].launch;
+    EXPECT_EQ(dkdv.grid, (K::Dim3{5, 2, 1}));  // 128 keys a block, one per key head
+    EXPECT_EQ(dkdv.block, (K::Dim3{384, 1, 1}));
+    EXPECT_EQ(dkdv.shared_bytes, static_cast<uint32_t>(K::attention::kWgDkdvSmemBytes));
+    EXPECT_EQ(dkdv.kernel->dynamic_shared, dkdv.shared_bytes);
+    const K::Launch& dq = plan.steps[2].launch;
+    EXPECT_EQ(dq.grid, (K::Dim3{3, 8, 1}));  // 128 query rows a block
+    EXPECT_EQ(dq.block, (K::Dim3{384, 1, 1}));
+    EXPECT_EQ(dq.shared_bytes, static_cast<uint32_t>(K::attention::kWgDqSmemBytes));
+    EXPECT_EQ(dq.kernel->dynamic_shared, dq.shared_bytes);
+    // The same argument bytes as the mma.sync passes (one ABI).
+    EXPECT_EQ(dkdv.args.size, sizeof(K::AttnBwdArgs));
+    EXPECT_EQ(dq.args.size, sizeof(K::AttnBwdArgs));
+  }
+  c.dtype = DType::kF16;
+  c.causal = false;
+  c.d = 96;
+  EXPECT_EQ(bwd_symbols(c)[1], "jax_aiter_attn_bwd_dkdv_wg_f16_d128");
+  EXPECT_EQ(bwd_symbols(c)[2], "jax_aiter_attn_bwd_dq_wg_f16_d128");
+  c = Case{};
+  c.arch = Arch::kSm90;
+  const auto declined = [&](auto&& change) {
+    Case x = c;
+    change(x);
+    const std::vector<std::string> n = bwd_symbols(x);
+    return n[1].find("_wg_") == std::string::npos && n[2].find("_wg_") == std::string::npos;
+  };
+  EXPECT_FALSE(declined([](Case&) {}));
+  EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kGfx942; }));
+  EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kHost; }));
+  EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 64; }));
+  EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 256; }));
+  EXPECT_TRUE(declined([](Case& x) { x.bias = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.alibi = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.dropout = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.varlen = true; }));
+  EXPECT_TRUE(declined([](Case& x) { x.wl = 16; }));
+  EXPECT_TRUE(declined([](Case& x) { x.wr = 16; }));
+}
+
 TEST(Declines, SayWhy) {
   const auto fwd_why = [](const Case& c) {
     return ops::FlashAttnFwdAsmTier::supports(params(c).fwd, c.target()).text();

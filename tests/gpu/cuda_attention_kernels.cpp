@@ -12,11 +12,13 @@
 //      host twins; jax_aiter_attn_gqa_reduce_* is launched directly; then calls split into
 //      shards (batch, heads, query rows with k and v whole), each piece run with its `shard`
 //      offsets, against the unsharded call's slices (bit for bit where the tiles line up; dk and
-//      dv summed over the pieces). Prints PASS / FAIL lines and 'N passed, M failed'.
+//      dv summed over the pieces). Every backward runs twice and must give the same bits.
+//      Prints PASS / FAIL lines and 'N passed, M failed'.
 //   3. times forward and forward + backward (CUDA events, median of 20 after warm-up) at the
 //      benchmark shapes of issue 15 and prints TFLOP/s (forward 4 b hq sq sk d, halved when causal;
-//      backward 2.5x the forward).
-// Usage: cuda_attention_kernels ATTENTION_CUBIN [check|check-fwd|bench|all] [SHAPE_INDEX [REPETITIONS]]
+//      backward 2.5x the forward), and each backward kernel alone.
+// Usage: cuda_attention_kernels ATTENTION_CUBIN [check|check-fwd|check-bwd|bench|all]
+//        [SHAPE_INDEX [REPETITIONS]]
 // Exit status 1 when any check fails, 2 on a setup failure.
 #include <cuda.h>
 
@@ -132,6 +134,14 @@ void resolve_all(CUmodule m) {
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                 static_cast<int>(k.fwd.dynamic_shared)));
   }
+  for (const jk::AttnWgBwdKernels& k : jk::kAttnWgBwdKernels) {
+    for (const jk::KernelInfo* info : {&k.dkdv, &k.dq}) {
+      resolve(m, *info, true);
+      CHECK_CU(cuFuncSetAttribute(kernels[std::string(info->symbol)].f,
+                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  static_cast<int>(info->dynamic_shared)));
+    }
+  }
   for (const jk::AttnKernels& k : jk::kAttnKernels) {
     resolve(m, k.fwd, true);
     resolve(m, k.dkdv, true);
@@ -153,9 +163,11 @@ void launch_raw(const Kernel& k, jk::Dim3 grid, jk::Dim3 block, const void* args
                           nullptr, extra));
 }
 
-// Runs a plan's steps in order on one stream, as a backend does.
-void run_plan(const jk::Plan& plan, CUstream s = nullptr) {
+// Runs a plan's steps in order on one stream, as a backend does (only step `only` when >= 0).
+void run_plan(const jk::Plan& plan, CUstream s = nullptr, int only = -1) {
+  int index = -1;
   for (const jk::Step& st : plan.view()) {
+    if (++index != only && only >= 0) continue;
     if (st.kind == jk::Step::Kind::kMemset) {
       CHECK_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(st.memset.dst), st.memset.value,
                                 st.memset.bytes / 4, s));
@@ -574,6 +586,10 @@ void check_case(const Case& c, std::mt19937& rng) {
   run_plan(bplan);
   CHECK_CU(cuCtxSynchronize());
   const auto dq_h = download(dq), dk_h = download(dk), dv_h = download(dv);
+  // Deterministic: a second run gives the same bits.
+  run_plan(bplan);
+  CHECK_CU(cuCtxSynchronize());
+  const bool same = download(dq) == dq_h && download(dk) == dk_h && download(dv) == dv_h;
   const double eq = rel_error(ref.dq, dq_h, eb, c.dt), ek = rel_error(ref.dk, dk_h, eb, c.dt),
                ev = rel_error(ref.dv, dv_h, eb, c.dt);
   bool guards = guard_intact(dq_h, ref.dq.size() * eb) && guard_intact(dk_h, ref.dk.size() * eb) &&
@@ -584,10 +600,12 @@ void check_case(const Case& c, std::mt19937& rng) {
     eb_ = rel_error(ref.dbias, db_h, 4, DType::kF32);
     guards = guards && guard_intact(db_h, dbias_elems * 4);
   }
-  char buf[200];
-  std::snprintf(buf, sizeof buf, ": bwd dq %.2e dk %.2e dv %.2e dbias %.2e%s", eq, ek, ev, eb_,
-                guards ? "" : " GUARD");
-  verdict(eq <= tol && ek <= tol && ev <= tol && eb_ <= tol && guards, "bwd " + what + buf);
+  const ops::AttnBwdWgmma wg = ops::attn_bwd_takes_wgmma(*bprob, target);
+  char buf[240];
+  std::snprintf(buf, sizeof buf, ": bwd%s%s dq %.2e dk %.2e dv %.2e dbias %.2e%s%s",
+                wg.dkdv ? " [wg dkdv]" : "", wg.dq ? " [wg dq]" : "", eq, ek, ev, eb_,
+                guards ? "" : " GUARD", same ? "" : " NOT-DETERMINISTIC");
+  verdict(eq <= tol && ek <= tol && ev <= tol && eb_ <= tol && guards && same, "bwd " + what + buf);
 }
 
 void check_dropout_mask(std::mt19937& rng) {
@@ -943,6 +961,38 @@ std::vector<Case> cases() {
                .p = 0.2f,
                .lq = {150, 90},
                .lk = {90, 200}});
+  // sm_90's wgmma backward (attn_bwd_takes_wgmma; the cases above with d and dv in the 128 bucket
+  // and no bias, ALiBi, dropout, window or varlen take it too): GQA with several query tiles a key
+  // block and a ring that wraps, ragged ends, causal with sq < sk, keys beyond 1000.
+  v.push_back({.name = "wg-gqa",
+               .dt = b16,
+               .b = 2,
+               .sq = 384,
+               .sk = 520,
+               .hq = 8,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .causal = true});
+  v.push_back({.name = "wg-gqa",
+               .dt = DType::kF16,
+               .b = 2,
+               .sq = 200,
+               .sk = 136,
+               .hq = 6,
+               .hk = 2,
+               .d = 80,
+               .dv = 112});
+  v.push_back({.name = "wg-long",
+               .dt = b16,
+               .b = 1,
+               .sq = 256,
+               .sk = 1100,
+               .hq = 2,
+               .hk = 1,
+               .d = 128,
+               .dv = 128,
+               .causal = true});
   v.push_back({.name = "varlen-past-max-256",
                .dt = b16,
                .sq = 32,
@@ -954,6 +1004,17 @@ std::vector<Case> cases() {
                .lq = {100, 33},
                .lk = {70, 120}});
   return v;
+}
+
+// The check-bwd selection: attn_bwd_takes_wgmma's rule restated on a case (check_case tags each
+// backward with the kernels the plan really took), and a few cases of the other kernels.
+bool takes_wg_bwd(const Case& c) {
+  const int need = std::max(c.d, c.dv);
+  return c.lq.empty() && !c.bias && c.alibi == 0 && c.p == 0 && c.wl < 0 &&
+         (c.causal || c.wr < 0) && need > 64 && need <= 128;
+}
+bool keeps_mma_bwd(const Case& c) {
+  return c.name == "plain" || c.name == "causal+left" || (c.name == "varlen" && c.d == 128);
 }
 
 // ---- shards: one call split along batch, query heads or query rows (k and v whole) ----
@@ -1428,6 +1489,15 @@ void bench(int only, int reps) {
     const double tff = fl / tf / 1e9;
     std::printf("%-34s %9.3f %9.1f %9.3f %9.1f %9.1f %7.2f\n", name, tf, tff, tb,
                 2.5 * fl / tb / 1e9, 3.5 * fl / tfb / 1e9, tff / sh.cudnn_fwd);
+    // Each backward step alone (ms): where the backward's time goes.
+    std::printf("  bwd steps:");
+    for (int i = 0; i < static_cast<int>(bplan.count); ++i) {
+      const jk::Step& st = bplan.steps[i];
+      if (st.kind != jk::Step::Kind::kLaunch) continue;
+      std::printf(" %s %.3f", std::string(st.launch.kernel->symbol).c_str(),
+                  time([&] { run_plan(bplan, nullptr, i); }));
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
   cuEventDestroy(e0);
@@ -1452,15 +1522,20 @@ int main(int argc, char** argv) {
   resolve_all(mod);
   if (mode != "bench") {
     std::mt19937 rng(20261125);
-    // check-fwd: the forward of every case alone (its CPU reference is a fraction of the backward's).
+    // check-fwd: the forward of every case alone (its CPU reference is a fraction of the
+    // backward's). check-bwd: forward and backward of the cases sm_90's wgmma backward takes, and
+    // of a few the mma.sync kernels keep (within a minute of a GPU call).
     for (Case c : cases()) {
       if (mode == "check-fwd") c.bwd = false;
+      if (mode == "check-bwd" && !takes_wg_bwd(c) && !keeps_mma_bwd(c)) continue;
       check_case(c, rng);
     }
-    check_dropout_mask(rng);
-    check_gqa_reduce(rng);
-    for (const Case& c : shard_cases()) check_shards_of(c, rng);
-    check_shard_masks(rng);
+    if (mode != "check-bwd") {
+      check_dropout_mask(rng);
+      check_gqa_reduce(rng);
+      for (const Case& c : shard_cases()) check_shards_of(c, rng);
+      check_shard_masks(rng);
+    }
     std::printf("\n%d passed, %d failed\n", passed, failed);
   }
   // bench [shape index] [repetitions]: one shape, e.g. once under a profiler.

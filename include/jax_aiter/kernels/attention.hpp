@@ -126,6 +126,34 @@ constexpr const KernelInfo& attn_wg_kernel(DType t) {
 }
 static_assert(kAttnWgKernels[1].dtype == DType::kF16);
 
+// sm_90's wgmma backward passes, one pair per 16-bit dtype (kernels/shared/attention.h,
+// kWgBwdKeys...).
+struct AttnWgBwdKernels {
+  DType dtype;
+  KernelInfo dkdv, dq;
+};
+namespace attention_detail {
+constexpr KernelInfo wg_bwd_kernel(std::string_view symbol, uint32_t shared_bytes) {
+  KernelInfo k = bwd_kernel(symbol);
+  k.dynamic_shared = shared_bytes;
+  return k;
+}
+#define JA_ATTN_WG_BWD_KERNELS(tag, Elem)                                                     \
+  AttnWgBwdKernels{                                                                           \
+      DType::k##Elem,                                                                         \
+      wg_bwd_kernel("jax_aiter_attn_bwd_dkdv_wg_" #tag "_d128", attention::kWgDkdvSmemBytes), \
+      wg_bwd_kernel("jax_aiter_attn_bwd_dq_wg_" #tag "_d128", attention::kWgDqSmemBytes)},
+inline constexpr AttnWgBwdKernels kWgBwdKernels[] = {
+    JAX_AITER_ATTN_WG_BWD_KERNELS(JA_ATTN_WG_BWD_KERNELS)};
+#undef JA_ATTN_WG_BWD_KERNELS
+}  // namespace attention_detail
+inline constexpr std::span<const AttnWgBwdKernels> kAttnWgBwdKernels =
+    attention_detail::kWgBwdKernels;
+constexpr const AttnWgBwdKernels& attn_wg_bwd_kernels(DType t) {
+  return t == DType::kF16 ? kAttnWgBwdKernels[1] : kAttnWgBwdKernels[0];
+}
+static_assert(kAttnWgBwdKernels[1].dtype == DType::kF16);
+
 inline constexpr std::span<const AttnKernels> kAttnKernels = attention_detail::kKernels;
 inline constexpr std::span<const AttnFp8Kernel> kAttnFp8Kernels = attention_detail::kFp8Kernels;
 inline constexpr std::span<const AttnDtypeKernels> kAttnDtypeKernels =

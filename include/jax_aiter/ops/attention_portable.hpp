@@ -7,8 +7,9 @@
 //             ops/fp8_format.hpp's rule; the host's own plans take either).
 //   backward: pre (delta = rowsum(dout * out) into the workspace), dkdv (one block per key tile and
 //             key head, looping over its query heads), dq (one block per query tile and query head,
-//             writing dbias rows too). No atomics anywhere, so gradients are the same bits every
-//             run, deterministic or not.
+//             writing dbias rows too); on sm_90 the calls attn_bwd_takes_wgmma names run wgmma
+//             dkdv and dq kernels of the same contract. No atomics anywhere, so gradients are the
+//             same bits every run, deterministic or not.
 // Strides in elements, computed from the dense layouts of ops/attention_params.hpp. A shard
 // operand is passed to every kernel as is (its offsets are device data the kernels read).
 #pragma once
@@ -131,6 +132,25 @@ constexpr bool attn_fwd_takes_wgmma(const AttnProblem& p, const Target& t) {
          kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1;
 }
 
+// Which backward passes run sm_90's wgmma kernels (kernels/shared/attention.h, kWgBwdKeys): bf16
+// or f16, batch mode (dq orders its blocks by seqlen_q), d and dv in the 128 bucket, no bias,
+// ALiBi, dropout or window other than bottom-right causal (today the calls attn_fwd_takes_wgmma
+// takes, stated apart: the kernels support what is written here, whatever the forward gains);
+// each pass behind its own switch. The pre pass is bwd_pre either way. Both passes keep the
+// mma.sync kernels' promise: no atomics, dk and dv summed over a key head's query heads in
+// registers, the same bits every run.
+inline constexpr bool kAttnWgDkdvOn = true;
+inline constexpr bool kAttnWgDqOn = true;
+struct AttnBwdWgmma {
+  bool dkdv, dq;
+};
+constexpr AttnBwdWgmma attn_bwd_takes_wgmma(const AttnProblem& p, const Target& t) {
+  const bool ok = t.arch == Arch::kSm90 && !p.fp8 && !p.varlen && !p.has_bias && !p.has_alibi &&
+                  !p.has_dropout && p.window_left < 0 && p.window_right <= 0 &&
+                  kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1;
+  return {ok && kAttnWgDkdvOn, ok && kAttnWgDqOn};
+}
+
 struct FlashAttnFwdPortableTier {
   static constexpr std::string_view kName = "portable";
 
@@ -178,7 +198,7 @@ struct FlashAttnBwdPortableTier {
 
   static Verdict supports(const FlashAttnBwdParams&, const Target&) { return Verdict::yes(); }
 
-  static void plan(const FlashAttnBwdParams& p, const Target&, kernels::Plan& plan) {
+  static void plan(const FlashAttnBwdParams& p, const Target& t, kernels::Plan& plan) {
     namespace D = attention_detail;
     namespace A = kernels::attention;
     const AttnProblem prob = *attn_problem(p);
@@ -213,10 +233,23 @@ struct FlashAttnBwdPortableTier {
     plan.launch(kernels::attn_dtype_kernels(prob.dtype).bwd_pre,
                 D::grid3(prob.seqlen_q, A::kPreRows, prob.heads_q, prob.batch),
                 {static_cast<uint32_t>(A::kPreThreads), 1, 1}, a);
-    plan.launch(k.dkdv, D::grid3(prob.seqlen_k, A::kRowsK[bucket], prob.heads_k, prob.batch),
-                {static_cast<uint32_t>(A::kThreads[bucket]), 1, 1}, a);
-    plan.launch(k.dq, D::grid3(prob.seqlen_q, A::kRowsQ[bucket], prob.heads_q, prob.batch),
-                {static_cast<uint32_t>(A::kThreads[bucket]), 1, 1}, a);
+    const AttnBwdWgmma wg = attn_bwd_takes_wgmma(prob, t);
+    const kernels::AttnWgBwdKernels& w = kernels::attn_wg_bwd_kernels(prob.dtype);
+    const kernels::Dim3 wg_block{static_cast<uint32_t>(A::kWgThreads), 1, 1};
+    if (wg.dkdv) {
+      plan.launch(w.dkdv, D::grid3(prob.seqlen_k, A::kWgBwdKeys, prob.heads_k, prob.batch),
+                  wg_block, a, A::kWgDkdvSmemBytes);
+    } else {
+      plan.launch(k.dkdv, D::grid3(prob.seqlen_k, A::kRowsK[bucket], prob.heads_k, prob.batch),
+                  {static_cast<uint32_t>(A::kThreads[bucket]), 1, 1}, a);
+    }
+    if (wg.dq) {
+      plan.launch(w.dq, D::grid3(prob.seqlen_q, A::kWgRowsQ, prob.heads_q, prob.batch), wg_block, a,
+                  A::kWgDqSmemBytes);
+    } else {
+      plan.launch(k.dq, D::grid3(prob.seqlen_q, A::kRowsQ[bucket], prob.heads_q, prob.batch),
+                  {static_cast<uint32_t>(A::kThreads[bucket]), 1, 1}, a);
+    }
     plan.note("head_dim_bucket", A::kHeadDims[bucket]);
   }
 };

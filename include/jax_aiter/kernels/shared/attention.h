@@ -133,6 +133,9 @@
 // sm_90 only (elsewhere the symbols exist and trap; no plan takes them): the wgmma forward for
 // the 128 head-dim bucket, batch mode, no bias, ALiBi, dropout or window but causal.
 #define JAX_AITER_ATTN_WG_KERNELS(W) W(bf16, BF16) W(f16, F16)
+// sm_90 only, likewise: the wgmma backward's dkdv and dq passes for the calls the wgmma forward
+// takes (jax_aiter_attn_bwd_{dkdv,dq}_wg_<tag>_d128; the pre pass stays bwd_pre).
+#define JAX_AITER_ATTN_WG_BWD_KERNELS(W) W(bf16, BF16) W(f16, F16)
 // The fp8 forward: jax_aiter_attn_fwd_fp8_d<D>, e4m3fn or e4m3fnuz q, k, v (in_dtype says which),
 // bf16 out. No backward.
 #define JAX_AITER_ATTN_FP8_KERNELS(Z) Z(64) Z(128) Z(256)
@@ -184,6 +187,25 @@ inline constexpr int kWgThreads = 384;
 inline constexpr int kWgStages = 3;
 inline constexpr int kWgSmemBytes =
     1024 + (1 + 2 * kWgStages) * 128 * 128 * 2 + 8 * (1 + 3 * kWgStages);
+// sm_90's wgmma backward (JAX_AITER_ATTN_WG_BWD_KERNELS), the same three warpgroups:
+//   dkdv: grid (ceil(seqlen_k / kWgBwdKeys), heads_k, batch); each consumer owns 64 keys and keeps
+//     their dk and dv in registers over the group's query heads and the query tiles (kWgBwdRows
+//     rows) that see them; shared memory: K, V (128 keys x 128), kWgBwdStages stages of Q and dO
+//     (kWgBwdRows x 128, 16-bit) with their lse and delta (float32), barriers, 1024 bytes of
+//     alignment.
+//   dq: grid (ceil(seqlen_q / kWgRowsQ), heads_q, batch), 64 query rows a consumer; Q and dO (128
+//     rows x 128), kWgDqStages stages of K and V tiles (kWgDqKeys keys x 128).
+inline constexpr int kWgBwdKeys = 128;
+inline constexpr int kWgBwdRows = 64;
+inline constexpr int kWgBwdStages = 3;
+inline constexpr int kWgDkdvSmemBytes =
+    1024 + 2 * 128 * 128 * 2 + kWgBwdStages * (2 * kWgBwdRows * 128 * 2 + 2 * kWgBwdRows * 4) +
+    8 * (1 + 2 * kWgBwdStages);
+inline constexpr int kWgDqKeys = 128;
+inline constexpr int kWgDqStages = 2;
+inline constexpr int kWgDqSmemBytes = 1024 + 2 * kWgRowsQ * 128 * 2 +
+                                      kWgDqStages * 2 * kWgDqKeys * 128 * 2 +
+                                      8 * (1 + 2 * kWgDqStages);
 inline constexpr int kRowsQ[] = {64, 64, 64};
 inline constexpr int kRowsK[] = {64, 64, 32};
 inline constexpr int kThreads[] = {128, 128, 128};
