@@ -1180,57 +1180,104 @@ JA_DEVICE uint64_t wg_keep_bits(const Dropout& d, int h, int r_lane, int kj0, in
   return keep;
 }
 
-// The keys query row qi sees (attn_visible_at solved for j, in 64 bits), as kj0 + [lo, hi) with
-// 0 <= lo <= hi <= BN: a consumer thread's elements of a tile are keys kj0 + 8 (i / 4) + i % 2,
-// so each costs two compares and no branch.
-JA_DEVICE void wg_row_keys(const Seq& s, int qi, int kj0, int left, int right, int& lo, int& hi) {
-  const long long diag = static_cast<long long>(qi) + s.off;
-  long long a = 0, z = s.k_len;
-  if (left >= 0) a = lmax(a, diag - left);
-  if (right >= 0) z = lmin(z, diag + right + 1);
-  if (qi >= s.q_len) z = a;
-  lo = static_cast<int>(lmin(lmax(a - kj0, 0), AttnFwdWg::BN));
-  hi = static_cast<int>(lmin(lmax(z - kj0, 0), AttnFwdWg::BN));
+// A consumer thread's view of a tile's masks: whether the tile crosses a mask edge, and the keys
+// its slots' rows see, kj0 + [lo, hi) (attn_visible_at solved for j, in 64 bits; 0 <= lo <= hi <=
+// BN). Its elements are keys kj0 + 8 (i / 4) + i % 2 of rows r_lane + 8 ((i / 2) % 2), so each
+// costs two compares and no branch.
+struct WgMask {
+  bool check;
+  int lo[2], hi[2];
+};
+JA_DEVICE WgMask wg_mask(const Seq& s, int r_row0, int r_lane, int n, int kj0, int left,
+                         int right) {
+  constexpr int BN = AttnFwdWg::BN;
+  WgMask mk{!tile_unmasked(r_row0, r_row0 + 64, n, n + BN, s, left, right), {0, 0}, {BN, BN}};
+  if (mk.check) {
+    JA_UNROLL
+    for (int sl = 0; sl < 2; ++sl) {
+      const int qi = r_lane + 8 * sl;
+      const long long diag = static_cast<long long>(qi) + s.off;
+      long long a = 0, z = s.k_len;
+      if (left >= 0) a = lmax(a, diag - left);
+      if (right >= 0) z = lmin(z, diag + right + 1);
+      if (qi >= s.q_len) z = a;
+      mk.lo[sl] = static_cast<int>(lmin(lmax(a - kj0, 0), BN));
+      mk.hi[sl] = static_cast<int>(lmin(lmax(z - kj0, 0), BN));
+    }
+  }
+  return mk;
+}
+template <bool kCheck>
+JA_DEVICE bool wg_visible(const WgMask& mk, int sl, int c) {
+  return !kCheck || (c >= mk.lo[sl] && c < mk.hi[sl]);
 }
 
-// One consumer thread's 64 scores of a tile in the features variant: scale q.k + bias + ALiBi
-// (ScoreExtras::apply's terms), in log2 units, -inf outside each row's keys kj0 + [lo, hi)
-// (wg_row_keys). Element i is row r_lane + 8 ((i / 2) % 2), key kj0 + 8 (i / 4) + i % 2. The
-// bias is read at a valid address always (the (b, h) base where masked): no element branches.
-// T: the bias's storage, float or uint16_t (bf16 or f16 by its dtype), read when kBias; template
-// parameters, so the loop holds no branch on them. ALiBi is added always (its slope is 0 without
-// it: -0 * distance leaves the score as it is), its distance |diagonal - key| formed in float:
-// exact below 2^24 keys, as attn_alibi_at's conversion.
-template <typename T, bool kBias>
-JA_DEVICE void wg_extra_scores(float (&sc)[64], const ScoreExtras& x, const Seq& s, int r_lane,
-                               int kj0, const int (&lo)[2], const int (&hi)[2], float scale) {
+// The bias kinds of the features variant, template arguments so no element branches on them.
+inline constexpr int kWgNoBias = 0, kWgBiasF32 = 1, kWgBiasBF16 = 2, kWgBiasF16 = 3;
+
+// The bias's storage type of each kind.
+template <int kBias>
+struct WgBias {
+  using type = uint16_t;
+};
+template <>
+struct WgBias<kWgBiasF32> {
+  using type = float;
+};
+
+// The features variant's score terms of a tile, bias + ALiBi (ScoreExtras::apply's), divided by
+// the softmax scale into sc, onto which the S wgmma then accumulates q.k: scale (q.k + terms /
+// scale) is apply's sum. The loads are issued before the consumer's turn to issue its products,
+// so their latency runs under the other consumer's work, and the terms take no registers but
+// sc's, which are free between a tile's softmax and the next tile's S. Element i is row
+// r_lane + 8 ((i / 2) % 2), key kj0 + 8 (i / 4) + i % 2; a masked one (kCheck: the tile crosses
+// a mask edge) reads the (b, h) base, a valid address, and the softmax masks it. ALiBi is added
+// always (its slope is 0 without it: -0 * distance adds nothing), its distance |diagonal - key|
+// formed in float: exact below 2^24 keys, as attn_alibi_at's conversion.
+template <int kBias, bool kCheck>
+JA_DEVICE void wg_score_terms(float (&sc)[64], const ScoreExtras& x, const Seq& s, int r_lane,
+                              int kj0, const WgMask& mk, float inv_scale) {
+  using T = typename WgBias<kBias>::type;
+  const T* const base = static_cast<const T*>(x.bias);
   const T* row[2] = {};
-  float dist0[2];  // diagonal - kj0
+  float dist0[2];  // diagonal - kj0 of each slot's row
   JA_UNROLL
   for (int sl = 0; sl < 2; ++sl) {
     const int qi = r_lane + 8 * sl;
-    if constexpr (kBias) {
-      row[sl] = static_cast<const T*>(x.bias) + qi * x.bias_row + kj0 * x.bias_col;
-    }
+    if constexpr (kBias != kWgNoBias) row[sl] = base + qi * x.bias_row + kj0 * x.bias_col;
     dist0[sl] = static_cast<float>(static_cast<long long>(qi) + s.off) - static_cast<float>(kj0);
   }
-  const float neg_slope = -x.slope;
-  const bool bf16 = x.bias_dtype == attn::kAttnBF16;
+  const float neg_slope = -x.slope * inv_scale;
   JA_UNROLL
   for (int i = 0; i < 64; ++i) {
     const int sl = (i / 2) % 2, c = 8 * (i / 4) + i % 2;  // key kj0 + c
-    const bool vis = c >= lo[sl] && c < hi[sl];
-    float v = sc[i] * scale;
-    if constexpr (kBias) {
-      const T e = *(vis ? row[sl] + c * x.bias_col : static_cast<const T*>(x.bias));
-      if constexpr (__is_same(T, float)) {
-        v += e;
+    float v = neg_slope * __builtin_fabsf(dist0[sl] - static_cast<float>(c));
+    if constexpr (kBias != kWgNoBias) {
+      const T e = *(wg_visible<kCheck>(mk, sl, c) ? row[sl] + c * x.bias_col : base);
+      float f;
+      if constexpr (kBias == kWgBiasF32) {
+        f = e;
+      } else if constexpr (kBias == kWgBiasBF16) {
+        f = BF16::load(e);
       } else {
-        v += bf16 ? BF16::load(e) : F16::load(e);
+        f = F16::load(e);
       }
+      v += f * inv_scale;
     }
-    v += neg_slope * __builtin_fabsf(dist0[sl] - static_cast<float>(c));
-    sc[i] = vis ? v * kLog2e : -inf();
+    sc[i] = v;
+  }
+}
+template <bool kCheck>
+JA_DEVICE void wg_score_terms_of(int bias_kind, float (&sc)[64], const ScoreExtras& x, const Seq& s,
+                                 int r_lane, int kj0, const WgMask& mk, float inv_scale) {
+  if (bias_kind == kWgNoBias) {
+    wg_score_terms<kWgNoBias, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  } else if (bias_kind == kWgBiasF32) {
+    wg_score_terms<kWgBiasF32, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  } else if (bias_kind == kWgBiasBF16) {
+    wg_score_terms<kWgBiasBF16, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  } else {
+    wg_score_terms<kWgBiasF16, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
   }
 }
 
@@ -1327,6 +1374,12 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   const ScoreExtras extras = kX ? score_extras(p, b, h) : ScoreExtras{};
   const Dropout drop = kX ? dropout_of(p, b) : Dropout{};
   const bool dropping = kX && p.dropout_threshold > 0;
+  const bool terms = kX && extras.any();  // bias or ALiBi: wg_score_terms
+  const float inv_scale = kX ? 1.f / p.scale : 0.f;
+  const int bias_kind = !kX || extras.bias == nullptr          ? kWgNoBias
+                        : extras.bias_dtype == attn::kAttnF32  ? kWgBiasF32
+                        : extras.bias_dtype == attn::kAttnBF16 ? kWgBiasBF16
+                                                               : kWgBiasF16;
   const float out_scale = kX ? p.dropout_scale : 1.f;  // dropout's 1 / (1 - p), once at the end
 
   float* const lse_g = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
@@ -1359,12 +1412,13 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
     float sc[64];
     PFrag pa0, pa1;
     float alpha[2];
-    const auto issue_s = [&](int t) {
+    // acc: sc holds the tile's score terms (wg_score_terms), which q.k is added to.
+    const auto issue_s = [&](int t, bool acc) {
       const uint64_t dk = sm90::sw128_desc(stage_k(t));
       JA_UNROLL
       for (int kk = 0; kk < W::D / 16; ++kk) {
         const uint64_t off = (kk / 4) * (W::kHalfBytes >> 4) + (kk % 4) * sm90::kSw128KStep;
-        sm90::wgmma_m64n128k16_ss<E>(sc, dq + off, dk + off, kk > 0 ? 1 : 0);
+        sm90::wgmma_m64n128k16_ss<E>(sc, dq + off, dk + off, kk > 0 || acc ? 1 : 0);
       }
       sm90::wgmma_commit();
     };
@@ -1376,31 +1430,28 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
       }
       sm90::wgmma_commit();
     };
+    // Tile t's masks, and its score terms (the features variant with a bias or ALiBi) into sc.
+    const auto mask_of = [&](int t) {
+      const int n = n_first + t * BN;
+      return wg_mask(s, m0 + row0, r_lane, n, n + c_lane, left, right);
+    };
+    const auto init_terms = [&](int t, const WgMask& mk) {
+      const int kj0 = n_first + t * BN + c_lane;
+      if (mk.check) {
+        wg_score_terms_of<true>(bias_kind, sc, extras, s, r_lane, kj0, mk, inv_scale);
+      } else {
+        wg_score_terms_of<false>(bias_kind, sc, extras, s, r_lane, kj0, mk, inv_scale);
+      }
+    };
     // Scores of tile t (in sc) to P (pn) with the online softmax: new row maxima, alpha (the
     // factor o still owes), running sums. Log2 units, -inf where masked (only tiles that cross
     // a mask edge test each element).
-    const auto softmax = [&](int t, PFrag& pn) {
-      const int n = n_first + t * BN, kj0 = n + c_lane;
-      const bool check = !tile_unmasked(m0 + row0, m0 + row0 + 64, n, n + BN, s, left, right);
-      int lo[2] = {0, 0}, hi[2] = {BN, BN};  // each slot's row sees keys kj0 + [lo, hi)
-      if (check) {
-        JA_UNROLL
-        for (int sl = 0; sl < 2; ++sl)
-          wg_row_keys(s, r_lane + 8 * sl, kj0, left, right, lo[sl], hi[sl]);
-      }
-      if (kX && extras.any()) {
-        if (extras.bias == nullptr) {
-          wg_extra_scores<float, false>(sc, extras, s, r_lane, kj0, lo, hi, p.scale);
-        } else if (extras.bias_dtype == attn::kAttnF32) {
-          wg_extra_scores<float, true>(sc, extras, s, r_lane, kj0, lo, hi, p.scale);
-        } else {
-          wg_extra_scores<uint16_t, true>(sc, extras, s, r_lane, kj0, lo, hi, p.scale);
-        }
-      } else if (check) {
+    const auto softmax = [&](int t, PFrag& pn, const WgMask& mk) {
+      const int kj0 = n_first + t * BN + c_lane;
+      if (mk.check) {
         JA_UNROLL
         for (int i = 0; i < 64; ++i) {
-          const int sl = (i / 2) % 2, c = 8 * (i / 4) + i % 2;
-          sc[i] = c >= lo[sl] && c < hi[sl] ? sc[i] * scale2 : -inf();
+          sc[i] = wg_visible<true>(mk, (i / 2) % 2, 8 * (i / 4) + i % 2) ? sc[i] * scale2 : -inf();
         }
       } else {
         JA_UNROLL
@@ -1449,19 +1500,22 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
     const int t_last = ntiles + (ntiles & 1);
     const auto step = [&](int t, PFrag& pp, PFrag& pn) {
       const int tk = imin(t, ntiles - 1), tv = imin(t - 1, ntiles - 1);
+      const WgMask mk = mask_of(t);
+      const bool acc = terms && t < ntiles;
+      if (acc) init_terms(t, mk);
       sm90::mbarrier_wait(&full_k[(g + tk) % S], ((g + tk) / S) & 1);
       sm90::mbarrier_wait(&full_v[(g + tv) % S], ((g + tv) / S) & 1);
       sm90::fence_proxy_async();
       turn_wait();
       sm90::wgmma_fence();
       sm90::hold_registers(o);
-      issue_s(tk);
+      issue_s(tk, acc);
       issue_pv(tv, pp);
       if (wg == 0 || t != t_last) turn_pass();
       sm90::wgmma_wait<1>();  // the scores of t
       sm90::hold_registers(sc);
       if (t < ntiles) {
-        softmax(t, pn);
+        softmax(t, pn, mk);
       } else {
         JA_UNROLL
         for (int kk = 0; kk < W::BN / 16; ++kk) {
@@ -1482,15 +1536,17 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
       JA_UNROLL
       for (int i = 0; i < 64; ++i) o[i] *= alpha[(i / 2) % 2];
     };
+    const WgMask mk0 = mask_of(0);
+    if (terms) init_terms(0, mk0);
     sm90::mbarrier_wait(&full_k[g % S], (g / S) & 1);
     sm90::fence_proxy_async();
     turn_wait();
     sm90::wgmma_fence();
-    issue_s(0);
+    issue_s(0, terms);
     turn_pass();
     sm90::wgmma_wait<0>();
     sm90::hold_registers(sc);
-    softmax(0, pa0);
+    softmax(0, pa0, mk0);
     for (int t = 1; t <= t_last; t += 2) {
       step(t, pa0, pa1);
       step(t + 1, pa1, pa0);

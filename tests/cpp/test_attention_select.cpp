@@ -1873,6 +1873,15 @@ TEST(PortablePlan, Sm90WgmmaForwardRule) {
   EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 256; }));
   EXPECT_TRUE(declined([](Case& x) { x.d = 192; }));
   EXPECT_TRUE(declined([](Case& x) { x.dtype = DType::kF8E4M3FN; }));
+  // A bias or ALiBi with a scale whose reciprocal overflows (the features kernel adds terms /
+  // scale); without them any finite scale.
+  EXPECT_TRUE(declined([](Case& x) { x.alibi = true, x.scale = 0.f; }));
+  EXPECT_TRUE(declined([](Case& x) { x.bias = true, x.scale = -1e-39f; }));
+  EXPECT_EQ(symbol_with([](Case& x) { x.bias = true, x.scale = -1e-30f; }),
+            "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.dropout = true, x.scale = 0.f; }),
+            "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.scale = 0.f; }), "jax_aiter_attn_fwd_wg_bf16_d128");
 }
 
 TEST(Declines, SayWhy) {

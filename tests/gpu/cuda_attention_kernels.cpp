@@ -1643,9 +1643,37 @@ void bench_features(int reps) {
     double pairs = 0;  // visible (query, key) pairs of one sequence
     for (int i = 0; i < s; ++i) pairs += std::min(i, row.wl < 0 ? i : row.wl) + 1;
     const double fl = 4.0 * b * hq * d * pairs;
-    std::printf("%-34s %-36s %9.3f %9.1f %8.2f\n", row.name,
+    // The same call on the host's plan (the mma.sync kernel; the same dropout mask): out's
+    // norm-wise difference and lse's largest, at this size.
+    std::string diff;
+    if (plan_target().arch == jax_aiter::Arch::kSm90) {
+      const auto out_h = download(out), lse_h = download(lse);
+      jk::Plan ref;
+      ops::FlashAttnFwdPortableTier::plan(fp, jax_aiter::Target{}, ref);
+      run_plan(ref);
+      CHECK_CU(cuCtxSynchronize());
+      const auto out_r = download(out), lse_r = download(lse);
+      double num = 0, den = 0, dl = 0;
+      for (size_t i = 0; i < nq; ++i) {
+        uint16_t x, y;
+        std::memcpy(&x, &out_h[i * 2], 2);
+        std::memcpy(&y, &out_r[i * 2], 2);
+        const double a = jax_aiter::bf16_to_float(x), r = jax_aiter::bf16_to_float(y);
+        num += (a - r) * (a - r), den += r * r;
+      }
+      for (size_t i = 0; i < lse_h.size() / 4; ++i) {
+        float x, y;
+        std::memcpy(&x, &lse_h[i * 4], 4);
+        std::memcpy(&y, &lse_r[i * 4], 4);
+        dl = std::max(dl, std::isfinite(x) && std::isfinite(y) ? std::abs(double(x) - y) : 1e30);
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "  vs mma.sync: out %.1e lse %.1e", std::sqrt(num / den), dl);
+      diff = buf;
+    }
+    std::printf("%-34s %-36s %9.3f %9.1f %8.2f%s\n", row.name,
                 std::string(plan.steps[0].launch.kernel->symbol).c_str(), t, fl / t / 1e9,
-                t / plain_ms);
+                t / plain_ms, diff.c_str());
     std::fflush(stdout);
   }
   cuEventDestroy(e0);

@@ -124,10 +124,15 @@ constexpr int64_t attn_delta_bytes(const AttnProblem& p) { return p.heads_q * p.
 // Whether sm_90's wgmma forwards (kernels/shared/attention.h, kWgRowsQ) take a call: bf16 or
 // f16 q, k, v with d and dv in the 128 bucket, with every feature (batch or varlen, MHA/GQA/MQA,
 // masks and windows, bias, ALiBi, dropout, lse, shards). Everything else runs the mma.sync kernels,
-// as on AMD: fp8 (no fp8 wgmma tile yet) and the 64 and 256 buckets (one tile shape so far).
+// as on AMD: fp8 (no fp8 wgmma tile yet), the 64 and 256 buckets (one tile shape so far), and a
+// bias or ALiBi with a softmax scale whose reciprocal is not finite (0 or below float's normal
+// range: the features kernel adds those terms to the scores as terms / scale, see
+// wg_score_terms).
 constexpr bool attn_fwd_takes_wgmma(const AttnProblem& p, const Target& t) {
+  const float scale = p.softmax_scale < 0 ? -p.softmax_scale : p.softmax_scale;
   return t.arch == Arch::kSm90 && !p.fp8 &&
-         kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1;
+         kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1 &&
+         (!(p.has_bias || p.has_alibi) || scale >= std::numeric_limits<float>::min());
 }
 // Which of the two: the features variant for varlen, bias, ALiBi or dropout (their loads, Philox
 // and the row-tile loop cost registers and instructions the plain kernel does without; windows
