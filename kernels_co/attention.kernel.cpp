@@ -43,10 +43,10 @@
 // d128 / b16 s1024 hq=hk=16 d64 causal / b1 s16384 hq32 hk8 d128 causal. What limits it: the
 // tensor pipe is ~37% busy; mma.sync with ~6 issued instructions and 0.56 ldmatrix per HMMA in the
 // forward loop, 8 warps an SM (255 registers), and 48 KiB of static shared memory (no 128 x 64
-// tile, no K/V double buffer); more warps with smaller tiles measured slower. On sm_90 the 128
-// bucket's plain forward runs attn_fwd_wg below instead (wgmma, warp-specialised: 296 / 340 / 338
-// TFLOP/s on the d128 shapes above, 2026-11-28). Tiles and register caps below are the best of the
-// variants measured (NOTES.md).
+// tile, no K/V double buffer); more warps with smaller tiles measured slower. On sm_90 every
+// 16-bit forward of the 128 bucket runs attn_fwd_wg below instead (wgmma, warp-specialised: 479 /
+// 552 / 541 TFLOP/s on the d128 shapes above, an H200, 2026-11-28). Tiles and register caps below
+// are the best of the variants measured (NOTES.md).
 #include "jax_aiter/kernels/shared/attention.h"
 #include "jax_aiter_attn_mma.hpp"
 #include "jax_aiter_wgmma.hpp"
@@ -1067,8 +1067,12 @@ JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
 // memory, the online softmax in registers, O += P V by wgmma with P from registers (the accumulator
 // layout of S is the A-operand layout once packed to 16 bits) and V read MN-major through the
 // transpose flag, so V is stored as loaded. O stays in registers; key tiles no row of the block
-// sees are not loaded (causal). Taken by plans for sm_90 only (ops/attention_portable.hpp states
-// the rule).
+// sees are not loaded (causal, windows). Two variants a dtype: the plain one (batch mode, masks
+// and windows) and the features one (kX: varlen, bias, ALiBi, dropout), so the plain kernel has
+// none of their registers or instructions. Masks test each element against its row's visible key
+// range (WgMask); bias and ALiBi enter as the S wgmma's initial accumulator (wg_score_terms);
+// dropout is attn_dropout_keep's Philox (wg_keep_bits). Taken by plans for sm_90 only
+// (ops/attention_portable.hpp states the rule).
 #if defined(__CUDACC__)
 struct AttnFwdWg {
   static constexpr int BM = attn::kWgRowsQ, BN = 128, D = 128, kStages = attn::kWgStages;
