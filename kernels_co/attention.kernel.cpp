@@ -43,10 +43,10 @@
 // d128 / b16 s1024 hq=hk=16 d64 causal / b1 s16384 hq32 hk8 d128 causal. What limits it: the
 // tensor pipe is ~37% busy; mma.sync with ~6 issued instructions and 0.56 ldmatrix per HMMA in the
 // forward loop, 8 warps an SM (255 registers), and 48 KiB of static shared memory (no 128 x 64
-// tile, no K/V double buffer); more warps with smaller tiles measured slower. On sm_90 the 128
-// bucket's plain forward runs attn_fwd_wg below instead (wgmma, warp-specialised: 296 / 340 / 338
-// TFLOP/s on the d128 shapes above, 2026-11-28). Tiles and register caps below are the best of the
-// variants measured (NOTES.md).
+// tile, no K/V double buffer); more warps with smaller tiles measured slower. On sm_90 every
+// 16-bit forward of the 128 bucket runs attn_fwd_wg below instead (wgmma, warp-specialised: 479 /
+// 552 / 541 TFLOP/s on the d128 shapes above, an H200, 2026-11-28). Tiles and register caps below
+// are the best of the variants measured (NOTES.md).
 #include "jax_aiter/kernels/shared/attention.h"
 #include "jax_aiter_attn_mma.hpp"
 #include "jax_aiter_wgmma.hpp"
@@ -1068,8 +1068,12 @@ JA_DEVICE void attn_dropout_mask(const DropoutMaskParams& p) {
 // memory, the online softmax in registers, O += P V by wgmma with P from registers (the accumulator
 // layout of S is the A-operand layout once packed to 16 bits) and V read MN-major through the
 // transpose flag, so V is stored as loaded. O stays in registers; key tiles no row of the block
-// sees are not loaded (causal). Taken by plans for sm_90 only (ops/attention_portable.hpp states
-// the rule).
+// sees are not loaded (causal, windows). Two variants a dtype: the plain one (batch mode, masks
+// and windows) and the features one (kX: varlen, bias, ALiBi, dropout), so the plain kernel has
+// none of their registers or instructions. Masks test each element against its row's visible key
+// range (WgMask); bias and ALiBi enter as the S wgmma's initial accumulator (wg_score_terms);
+// dropout is attn_dropout_keep's Philox (wg_keep_bits). Taken by plans for sm_90 only
+// (ops/attention_portable.hpp states the rule).
 #if defined(__CUDACC__)
 struct AttnFwdWg {
   static constexpr int BM = attn::kWgRowsQ, BN = 128, D = 128, kStages = attn::kWgStages;
@@ -1078,7 +1082,7 @@ struct AttnFwdWg {
   static constexpr int kTileBytes = 2 * kHalfBytes;  // 128 rows x 128 columns, 16-bit
   static_assert(BM == 128 && BN == 128 && kThreads == 3 * 128);
   static_assert(attn::kWgSmemBytes ==
-                1024 + (1 + 2 * kStages) * kTileBytes + 8 * (1 + 3 * kStages));
+                1024 + (1 + 2 * kStages) * kTileBytes + 8 * (2 + 3 * kStages));
   // setmaxnreg's split (the GEMM engine's): it moves registers within what the block got at launch,
   // 168 a thread under launch bounds (384, 1); a split asking for more waits forever (32 / 240
   // hung on the H100). o, s and two P tiles need 240 (232 spilled 24 bytes).
@@ -1107,30 +1111,199 @@ JA_DEVICE void wg_load_tile(uint32_t dst, const uint16_t* g, long long stride, i
   }
 }
 
-template <typename E>
+// The key tiles the rows [m0, m0 + BM) of sequence s need: the first key and the number of BN-key
+// tiles (0: no row sees a key).
+struct WgKeys {
+  int first, tiles;
+};
+JA_DEVICE WgKeys wg_keys(const Seq& s, int m0, int left, int right) {
+  constexpr int BN = AttnFwdWg::BN;
+  const Range keys = keys_seen(m0, imin(m0 + AttnFwdWg::BM, s.q_len), s, left, right);
+  if (keys.hi <= keys.lo) return {0, 0};
+  const int first = keys.lo / BN * BN;
+  return {first, (keys.hi - first + BN - 1) / BN};
+}
+
+// Rows [m0, m0 + BM) of sequence s when none of them sees a key: out 0, lse +inf (as attn_fwd),
+// written by threads [0, threads) of the caller's group (tid its place in it).
+JA_DEVICE void wg_write_unseen(const FwdParams& p, const Seq& s, int b, int h, int m0, int tid,
+                               int threads) {
+  const int rows = imin(AttnFwdWg::BM, s.q_len - m0);
+  float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start + m0;
+  uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
+                        (s.q_start + m0) * p.o_seq_stride + h * p.o_head_stride;
+  for (int i = tid; i < rows * p.head_dim_v; i += threads) {
+    out[(i / p.head_dim_v) * p.o_seq_stride + i % p.head_dim_v] = 0;
+  }
+  for (int r = tid; r < rows; r += threads) lse[r] = inf();
+}
+
+// The features variant's next row tile: a varlen sequence may be longer than max_seqlen_q, which
+// sizes the grid (next_tile's step; no barrier: each role runs its own loop).
+JA_DEVICE bool wg_next_rows(int& m0, int q_len, int seqlen_q) {
+  constexpr int BM = AttnFwdWg::BM;
+  const int step = (seqlen_q / BM + (seqlen_q % BM != 0)) * BM;
+  if (step >= q_len - m0) return false;
+  m0 += step;
+  return true;
+}
+
+// The dropout keep bits of one consumer thread's 64 scores of a tile (attn_dropout_keep's, as
+// Dropout::z): element i (row r_lane + 8 ((i / 2) % 2), column kj0 + 8 (i / 4) + i % 2) is kept
+// when bit i of the result is set. Lanes l and l ^ 1 hold the same rows and the two halves of the
+// same 4-column Philox groups, so each computes the words of every other 8-column block for both
+// (16 Philox calls a thread instead of 32) and hands its partner's bits over in one shuffle.
+JA_DEVICE uint64_t wg_keep_bits(const Dropout& d, int h, int r_lane, int kj0, int lane) {
+  const bool odd = (lane & 1) != 0;
+  uint32_t mine = 0, theirs = 0;  // bit 2 (2 jp + sl) + w: block 2 jp + (lane & 1), slot sl, word w
+  JA_UNROLL
+  for (int jp = 0; jp < 8; ++jp) {
+    const unsigned group = static_cast<unsigned>(kj0 + 16 * jp + (odd ? 8 : 0)) >> 2;
+    JA_UNROLL
+    for (int sl = 0; sl < 2; ++sl) {
+      const attn::Philox4 r = attn::philox4x32_10(
+          static_cast<unsigned>(r_lane + 8 * sl + d.r0), group, static_cast<unsigned>(h + d.h0),
+          static_cast<unsigned>(d.batch), d.key[0], d.key[1]);
+      // Even lanes hold words 0, 1 of a group, odd lanes 2, 3.
+      const unsigned m0 = odd ? r.v[2] : r.v[0], m1 = odd ? r.v[3] : r.v[1];
+      const unsigned t0 = odd ? r.v[0] : r.v[2], t1 = odd ? r.v[1] : r.v[3];
+      const int bit = 2 * (2 * jp + sl);
+      mine |= (m0 >= d.threshold ? 1u : 0u) << bit | (m1 >= d.threshold ? 1u : 0u) << (bit + 1);
+      theirs |= (t0 >= d.threshold ? 1u : 0u) << bit | (t1 >= d.threshold ? 1u : 0u) << (bit + 1);
+    }
+  }
+  const uint32_t got = __shfl_xor_sync(0xffffffffu, theirs, 1);
+  // Blocks of even index from the even lane of the pair, odd ones from the odd lane.
+  const uint32_t even = odd ? got : mine, odd_blocks = odd ? mine : got;
+  uint64_t keep = 0;
+  JA_UNROLL
+  for (int i = 0; i < 64; ++i) {
+    const int jb = i / 4, src = 2 * (2 * (jb / 2) + (i / 2) % 2) + i % 2;
+    const uint32_t bits = jb % 2 == 0 ? even : odd_blocks;
+    keep |= static_cast<uint64_t>((bits >> src) & 1u) << i;
+  }
+  return keep;
+}
+
+// A consumer thread's view of a tile's masks: whether the tile crosses a mask edge, and the keys
+// its slots' rows see, kj0 + [lo, hi) (attn_visible_at solved for j, in 64 bits; 0 <= lo <= hi <=
+// BN). Its elements are keys kj0 + 8 (i / 4) + i % 2 of rows r_lane + 8 ((i / 2) % 2), so each
+// costs two compares and no branch.
+struct WgMask {
+  bool check;
+  int lo[2], hi[2];
+};
+JA_DEVICE WgMask wg_mask(const Seq& s, int r_row0, int r_lane, int n, int kj0, int left,
+                         int right) {
+  constexpr int BN = AttnFwdWg::BN;
+  WgMask mk{!tile_unmasked(r_row0, r_row0 + 64, n, n + BN, s, left, right), {0, 0}, {BN, BN}};
+  if (mk.check) {
+    JA_UNROLL
+    for (int sl = 0; sl < 2; ++sl) {
+      const int qi = r_lane + 8 * sl;
+      const long long diag = static_cast<long long>(qi) + s.off;
+      long long a = 0, z = s.k_len;
+      if (left >= 0) a = lmax(a, diag - left);
+      if (right >= 0) z = lmin(z, diag + right + 1);
+      if (qi >= s.q_len) z = a;
+      mk.lo[sl] = static_cast<int>(lmin(lmax(a - kj0, 0), BN));
+      mk.hi[sl] = static_cast<int>(lmin(lmax(z - kj0, 0), BN));
+    }
+  }
+  return mk;
+}
+template <bool kCheck>
+JA_DEVICE bool wg_visible(const WgMask& mk, int sl, int c) {
+  return !kCheck || (c >= mk.lo[sl] && c < mk.hi[sl]);
+}
+
+// The bias kinds of the features variant, template arguments so no element branches on them.
+inline constexpr int kWgNoBias = 0, kWgBiasF32 = 1, kWgBiasBF16 = 2, kWgBiasF16 = 3;
+
+// The bias's storage type of each kind.
+template <int kBias>
+struct WgBias {
+  using type = uint16_t;
+};
+template <>
+struct WgBias<kWgBiasF32> {
+  using type = float;
+};
+
+// The features variant's score terms of a tile, bias + ALiBi (ScoreExtras::apply's), divided by
+// the softmax scale into sc, onto which the S wgmma then accumulates q.k: scale (q.k + terms /
+// scale) is apply's sum. The loads are issued before the consumer's turn to issue its products,
+// so their latency runs under the other consumer's work, and the terms take no registers but
+// sc's, which are free between a tile's softmax and the next tile's S. Element i is row
+// r_lane + 8 ((i / 2) % 2), key kj0 + 8 (i / 4) + i % 2; a masked one (kCheck: the tile crosses
+// a mask edge) reads the (b, h) base, a valid address, and the softmax masks it. ALiBi is added
+// always (its slope is 0 without it: -0 * distance adds nothing), its distance |diagonal - key|
+// formed in float: exact below 2^24 keys, as attn_alibi_at's conversion.
+template <int kBias, bool kCheck>
+JA_DEVICE void wg_score_terms(float (&sc)[64], const ScoreExtras& x, const Seq& s, int r_lane,
+                              int kj0, const WgMask& mk, float inv_scale) {
+  using T = typename WgBias<kBias>::type;
+  const T* const base = static_cast<const T*>(x.bias);
+  const T* row[2] = {};
+  float dist0[2];  // diagonal - kj0 of each slot's row
+  JA_UNROLL
+  for (int sl = 0; sl < 2; ++sl) {
+    const int qi = r_lane + 8 * sl;
+    if constexpr (kBias != kWgNoBias) row[sl] = base + qi * x.bias_row + kj0 * x.bias_col;
+    dist0[sl] = static_cast<float>(static_cast<long long>(qi) + s.off) - static_cast<float>(kj0);
+  }
+  const float neg_slope = -x.slope * inv_scale;
+  JA_UNROLL
+  for (int i = 0; i < 64; ++i) {
+    const int sl = (i / 2) % 2, c = 8 * (i / 4) + i % 2;  // key kj0 + c
+    float v = neg_slope * __builtin_fabsf(dist0[sl] - static_cast<float>(c));
+    if constexpr (kBias != kWgNoBias) {
+      const T e = *(wg_visible<kCheck>(mk, sl, c) ? row[sl] + c * x.bias_col : base);
+      float f;
+      if constexpr (kBias == kWgBiasF32) {
+        f = e;
+      } else if constexpr (kBias == kWgBiasBF16) {
+        f = BF16::load(e);
+      } else {
+        f = F16::load(e);
+      }
+      v += f * inv_scale;
+    }
+    sc[i] = v;
+  }
+}
+template <bool kCheck>
+JA_DEVICE void wg_score_terms_of(int bias_kind, float (&sc)[64], const ScoreExtras& x, const Seq& s,
+                                 int r_lane, int kj0, const WgMask& mk, float inv_scale) {
+  if (bias_kind == kWgNoBias) {
+    wg_score_terms<kWgNoBias, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  } else if (bias_kind == kWgBiasF32) {
+    wg_score_terms<kWgBiasF32, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  } else if (bias_kind == kWgBiasBF16) {
+    wg_score_terms<kWgBiasBF16, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  } else {
+    wg_score_terms<kWgBiasF16, kCheck>(sc, x, s, r_lane, kj0, mk, inv_scale);
+  }
+}
+
+// kX: the features variant (ALiBi, bias, dropout, varlen sequences longer than max_seqlen_q);
+// without it the kernel takes none of them (windows it takes either way: the masks are the
+// same code), and keeps its registers.
+template <typename E, bool kX>
 JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   using W = AttnFwdWg;
   constexpr int BN = W::BN, S = W::kStages;
   const Seq s = sequence(p, block_id_z());
-  const int m0 = block_id() * W::BM;
-  if (m0 >= s.q_len) return;
+  const int m_begin = block_id() * W::BM;
+  if (m_begin >= s.q_len) return;
   const int b = block_id_z(), h = block_id_y();
   const int hk = h / (p.heads_q / p.heads_k);
   const int left = p.window_left, right = p.window_right;
-  const Range keys = keys_seen(m0, imin(m0 + W::BM, s.q_len), s, left, right);
-  const int n_first = keys.hi > keys.lo ? keys.lo / BN * BN : 0;
-  const int ntiles = keys.hi > keys.lo ? (keys.hi - n_first + BN - 1) / BN : 0;
-  if (ntiles ==
-      0) {  // no row of the block sees a key (causal sq > sk): out 0, lse +inf, as attn_fwd
-    const int rows = imin(W::BM, s.q_len - m0);
-    float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start + m0;
-    uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
-                          (s.q_start + m0) * p.o_seq_stride + h * p.o_head_stride;
-    for (int i = thread_id(); i < rows * p.head_dim_v; i += W::kThreads) {
-      out[(i / p.head_dim_v) * p.o_seq_stride + i % p.head_dim_v] = 0;
+  if constexpr (!kX) {  // one row tile: if no row sees a key (causal sq > sk), nothing to load
+    if (wg_keys(s, m_begin, left, right).tiles == 0) {
+      wg_write_unseen(p, s, b, h, m_begin, thread_id(), W::kThreads);
+      return;
     }
-    for (int r = thread_id(); r < rows; r += W::kThreads) lse[r] = inf();
-    return;
   }
 
   unsigned char* smem_raw = dynamic_shared();
@@ -1143,6 +1316,7 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
   uint64_t* const full_k = bar_q + 1;
   uint64_t* const full_v = full_k + S;
   uint64_t* const empty = full_v + S;
+  uint64_t* const q_free = empty + S;  // the features variant's next Q may overwrite this one
   if (thread_id() == 0) {
     sm90::mbarrier_init(bar_q, 128);  // every producer thread, once its copies landed
     for (int i = 0; i < S; ++i) {
@@ -1150,198 +1324,265 @@ JA_DEVICE void attn_fwd_wg(const FwdParams& p) {
       sm90::mbarrier_init(&full_v[i], 128);
       sm90::mbarrier_init(&empty[i], 8);  // lane 0 of each consumer warp
     }
+    sm90::mbarrier_init(q_free, 8);
   }
   barrier();
 
-  const uint16_t* const q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
-                            (s.q_start + m0) * p.q_seq_stride + h * p.q_head_stride;
+  const uint16_t* const qg = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                             s.q_start * p.q_seq_stride + h * p.q_head_stride;
   const uint16_t* const kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
                              s.k_start * p.k_seq_stride + hk * p.k_head_stride;
   const uint16_t* const vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
                              s.k_start * p.v_seq_stride + hk * p.v_head_stride;
 
+  // The ring's and bar_q's phases run on across the row tiles of the features variant: g counts
+  // the K/V tiles and `round` the Q tiles loaded before this row tile.
   if (thread_id() < 128) {  // the producer
     sm90::registers_release<W::kProducerRegs>();
-    wg_load_tile(sq, q, p.q_seq_stride, s.q_len - m0, p.head_dim);
-    sm90::mbarrier_arrive_on_copies(bar_q);
-    for (int t = 0; t < ntiles; ++t) {
-      const int st = t % S, n = n_first + t * BN;
-      if (t >= S) sm90::mbarrier_wait(&empty[st], ((t / S) - 1) & 1);
-      const uint32_t sk = stages + st * 2 * W::kTileBytes;
-      wg_load_tile(sk, kg + n * p.k_seq_stride, p.k_seq_stride, s.k_len - n, p.head_dim);
-      sm90::mbarrier_arrive_on_copies(&full_k[st]);
-      wg_load_tile(sk + W::kTileBytes, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n,
-                   p.head_dim_v);
-      sm90::mbarrier_arrive_on_copies(&full_v[st]);
-    }
+    int m0 = m_begin, g = 0, round = 0;
+    do {
+      const WgKeys kt = wg_keys(s, m0, left, right);
+      if (kt.tiles == 0) continue;
+      if (kX && round > 0) sm90::mbarrier_wait(q_free, (round - 1) & 1);
+      wg_load_tile(sq, qg + m0 * p.q_seq_stride, p.q_seq_stride, s.q_len - m0, p.head_dim);
+      sm90::mbarrier_arrive_on_copies(bar_q);
+      for (int t = 0; t < kt.tiles; ++t, ++g) {
+        const int st = g % S, n = kt.first + t * BN;
+        if (g >= S) sm90::mbarrier_wait(&empty[st], ((g / S) - 1) & 1);
+        const uint32_t sk = stages + st * 2 * W::kTileBytes;
+        wg_load_tile(sk, kg + n * p.k_seq_stride, p.k_seq_stride, s.k_len - n, p.head_dim);
+        sm90::mbarrier_arrive_on_copies(&full_k[st]);
+        wg_load_tile(sk + W::kTileBytes, vg + n * p.v_seq_stride, p.v_seq_stride, s.k_len - n,
+                     p.head_dim_v);
+        sm90::mbarrier_arrive_on_copies(&full_v[st]);
+      }
+      ++round;
+    } while (kX && wg_next_rows(m0, s.q_len, p.seqlen_q));
     cp_async_wait<0>();
     return;
   }
   sm90::registers_claim<W::kConsumerRegs>();
 
   const int tw = thread_id() % 128, warp = tw / kWarp, lane = tw % kWarp;
-  const int wg = thread_id() / 128 - 1;                 // consumer 0 or 1
-  const int row0 = 64 * wg;                             // this warpgroup's first row in the block
-  const int r_lane = m0 + row0 + 16 * warp + lane / 4;  // row of slot 0 (slot 1: + 8)
-  const int c_lane = 2 * (lane % 4);                    // column of element 0 in each 8-block
+  const int wg = thread_id() / 128 - 1;  // consumer 0 or 1
+  const int row0 = 64 * wg;              // this warpgroup's first row in the block
+  const int c_lane = 2 * (lane % 4);     // column of element 0 in each 8-block
   const float scale2 = p.scale * kLog2e;
   const bool arrives = lane == 0;
   // Ping-pong (FA3 section 3.1): the two consumers take turns issuing their products, so one's
   // softmax runs under the other's wgmma. Named barrier 1 + w: consumer w's turn (256 threads:
-  // it syncs, the other arrives). Consumer 1 lets consumer 0 go first and skips its last pass.
+  // it syncs, the other arrives). In each row tile consumer 1 lets consumer 0 go first and skips
+  // its last pass.
   const auto turn_wait = [&] { sm90::named_barrier_sync(1 + wg, 256); };
   const auto turn_pass = [&] { sm90::named_barrier_arrive(2 - wg, 256); };
-  if (wg == 1) turn_pass();
+  // The features variant's score terms (bias, ALiBi) and dropout mask.
+  const ScoreExtras extras = kX ? score_extras(p, b, h) : ScoreExtras{};
+  const Dropout drop = kX ? dropout_of(p, b) : Dropout{};
+  const bool dropping = kX && p.dropout_threshold > 0;
+  const bool terms = kX && extras.any();  // bias or ALiBi: wg_score_terms
+  const float inv_scale = kX ? 1.f / p.scale : 0.f;
+  const int bias_kind = !kX || extras.bias == nullptr          ? kWgNoBias
+                        : extras.bias_dtype == attn::kAttnF32  ? kWgBiasF32
+                        : extras.bias_dtype == attn::kAttnBF16 ? kWgBiasBF16
+                                                               : kWgBiasF16;
+  const float out_scale = kX ? p.dropout_scale : 1.f;  // dropout's 1 / (1 - p), once at the end
 
-  float o[64];
-  JA_UNROLL
-  for (int i = 0; i < 64; ++i) o[i] = 0.f;
-  float m_run[2] = {-inf(), -inf()}, l_run[2] = {0.f, 0.f};  // log2 units; partial sums
-  sm90::mbarrier_wait(bar_q, 0);
-  const uint64_t dq = sm90::sw128_desc(sq + row0 * 128);
-  const auto stage_k = [&](int t) { return stages + (t % S) * 2 * W::kTileBytes; };
+  float* const lse_g = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
+  uint16_t* const out_g = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
+                          s.q_start * p.o_seq_stride + h * p.o_head_stride;
+  int m0 = m_begin, g = 0, round = 0;
+  do {
+    const WgKeys kt = wg_keys(s, m0, left, right);
+    if (kt.tiles == 0) {  // the features variant only (the plain one returned above)
+      wg_write_unseen(p, s, b, h, m0, thread_id() - 128, 256);
+      continue;
+    }
+    const int n_first = kt.first, ntiles = kt.tiles;
+    const int r_lane = m0 + row0 + 16 * warp + lane / 4;  // row of slot 0 (slot 1: + 8)
+    if (wg == 1) turn_pass();
 
-  // P of two consecutive tiles in two arrays (the loop below is unrolled by two): the softmax of
-  // tile t writes one while P V of t - 1 reads the other. One array and a copy let the compiler
-  // merge them, and ptxas then serialises every wgmma (C7513).
-  using PFrag = uint32_t[W::BN / 16][4];
-  float sc[64];
-  PFrag pa0, pa1;
-  float alpha[2];
-  const auto issue_s = [&](int t) {
-    const uint64_t dk = sm90::sw128_desc(stage_k(t));
+    float o[64];
     JA_UNROLL
-    for (int kk = 0; kk < W::D / 16; ++kk) {
-      const uint64_t off = (kk / 4) * (W::kHalfBytes >> 4) + (kk % 4) * sm90::kSw128KStep;
-      sm90::wgmma_m64n128k16_ss<E>(sc, dq + off, dk + off, kk > 0 ? 1 : 0);
-    }
-    sm90::wgmma_commit();
-  };
-  const auto issue_pv = [&](int t, const PFrag& pp) {
-    const uint64_t dv = sm90::sw128_mn_desc(stage_k(t) + W::kTileBytes, W::kHalfBytes);
-    JA_UNROLL
-    for (int kk = 0; kk < W::BN / 16; ++kk) {
-      sm90::wgmma_m64n128k16_rs_tb<E>(o, pp[kk], dv + kk * sm90::kSw128MnKStep);
-    }
-    sm90::wgmma_commit();
-  };
-  // Scores of tile t (in sc) to P (pn) with the online softmax: new row maxima, alpha (the
-  // factor o still owes), running sums. Log2 units, -inf where masked (only tiles that cross a
-  // mask edge test each element).
-  const auto softmax = [&](int t, PFrag& pn) {
-    const int n = n_first + t * BN;
-    const bool check = !tile_unmasked(m0 + row0, m0 + row0 + 64, n, n + BN, s, left, right);
-    JA_UNROLL
-    for (int i = 0; i < 64; ++i) {
-      sc[i] *= scale2;
-      if (check) {
-        const int qi = r_lane + 8 * ((i / 2) % 2), kj = n + 8 * (i / 4) + c_lane + i % 2;
-        if (!visible(qi, kj, s, left, right)) sc[i] = -inf();
-      }
-    }
-    float mx[2][2] = {{-inf(), -inf()}, {-inf(), -inf()}};  // two chains a row
-    JA_UNROLL
-    for (int i = 0; i < 64; ++i) mx[(i / 2) % 2][i / 32] = fmax_(mx[(i / 2) % 2][i / 32], sc[i]);
-    float m_use[2];
-    JA_UNROLL
-    for (int sl = 0; sl < 2; ++sl) {
-      float m = fmax_(mx[sl][0], mx[sl][1]);
-      m = fmax_(m, shuffle_xor(m, 1));
-      m = fmax_(m, shuffle_xor(m, 2));
-      const float m_new = fmax_(m_run[sl], m);
-      m_use[sl] = m_new == -inf() ? 0.f : m_new;  // a row with nothing visible yet
-      alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
-      m_run[sl] = m_new;
-    }
-    float rs[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-    JA_UNROLL
-    for (int i = 0; i < 64; ++i) {
-      sc[i] = fast_exp2(sc[i] - m_use[(i / 2) % 2]);
-      rs[(i / 2) % 2][i / 32] += sc[i];
-    }
-    JA_UNROLL
-    for (int sl = 0; sl < 2; ++sl) l_run[sl] = l_run[sl] * alpha[sl] + (rs[sl][0] + rs[sl][1]);
-    JA_UNROLL
-    for (int kk = 0; kk < W::BN / 16; ++kk) {
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+    float m_run[2] = {-inf(), -inf()}, l_run[2] = {0.f, 0.f};  // log2 units; partial sums
+    sm90::mbarrier_wait(bar_q, round & 1);
+    const uint64_t dq = sm90::sw128_desc(sq + row0 * 128);
+    // Tile t of this row tile is the ring's tile g + t.
+    const auto stage_k = [&](int t) { return stages + ((g + t) % S) * 2 * W::kTileBytes; };
+
+    // P of two consecutive tiles in two arrays (the loop below is unrolled by two): the softmax
+    // of tile t writes one while P V of t - 1 reads the other. One array and a copy let the
+    // compiler merge them, and ptxas then serialises every wgmma (C7513).
+    using PFrag = uint32_t[W::BN / 16][4];
+    float sc[64];
+    PFrag pa0, pa1;
+    float alpha[2];
+    // acc: sc holds the tile's score terms (wg_score_terms), which q.k is added to.
+    const auto issue_s = [&](int t, bool acc) {
+      const uint64_t dk = sm90::sw128_desc(stage_k(t));
       JA_UNROLL
-      for (int r = 0; r < 4; ++r) pn[kk][r] = pack2<E>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
-    }
-  };
-  // Tile t's scores are issued with tile t - 1's P V (FA3 section 3.2): the softmax of t runs
-  // while P V of t - 1 is in flight; o is rescaled once that product has landed. The loop runs
-  // steps 1 .. t_last in pairs, with no wgmma under a branch (ptxas serialises every wgmma of a
-  // kernel that has one on a path it cannot prove uniform, C7520): step ntiles scores the last
-  // tile again unused, and a step past it multiplies a zero P into the last V tile.
-  const int t_last = ntiles + (ntiles & 1);
-  const auto step = [&](int t, PFrag& pp, PFrag& pn) {
-    const int tk = imin(t, ntiles - 1), tv = imin(t - 1, ntiles - 1);
-    sm90::mbarrier_wait(&full_k[tk % S], (tk / S) & 1);
-    sm90::mbarrier_wait(&full_v[tv % S], (tv / S) & 1);
-    sm90::fence_proxy_async();
-    turn_wait();
-    sm90::wgmma_fence();
-    sm90::hold_registers(o);
-    issue_s(tk);
-    issue_pv(tv, pp);
-    if (wg == 0 || t != t_last) turn_pass();
-    sm90::wgmma_wait<1>();  // the scores of t
-    sm90::hold_registers(sc);
-    if (t < ntiles) {
-      softmax(t, pn);
-    } else {
+      for (int kk = 0; kk < W::D / 16; ++kk) {
+        const uint64_t off = (kk / 4) * (W::kHalfBytes >> 4) + (kk % 4) * sm90::kSw128KStep;
+        sm90::wgmma_m64n128k16_ss<E>(sc, dq + off, dk + off, kk > 0 || acc ? 1 : 0);
+      }
+      sm90::wgmma_commit();
+    };
+    const auto issue_pv = [&](int t, const PFrag& pp) {
+      const uint64_t dv = sm90::sw128_mn_desc(stage_k(t) + W::kTileBytes, W::kHalfBytes);
+      JA_UNROLL
+      for (int kk = 0; kk < W::BN / 16; ++kk) {
+        sm90::wgmma_m64n128k16_rs_tb<E>(o, pp[kk], dv + kk * sm90::kSw128MnKStep);
+      }
+      sm90::wgmma_commit();
+    };
+    // Tile t's masks, and its score terms (the features variant with a bias or ALiBi) into sc.
+    const auto mask_of = [&](int t) {
+      const int n = n_first + t * BN;
+      return wg_mask(s, m0 + row0, r_lane, n, n + c_lane, left, right);
+    };
+    const auto init_terms = [&](int t, const WgMask& mk) {
+      const int kj0 = n_first + t * BN + c_lane;
+      if (mk.check) {
+        wg_score_terms_of<true>(bias_kind, sc, extras, s, r_lane, kj0, mk, inv_scale);
+      } else {
+        wg_score_terms_of<false>(bias_kind, sc, extras, s, r_lane, kj0, mk, inv_scale);
+      }
+    };
+    // Scores of tile t (in sc) to P (pn) with the online softmax: new row maxima, alpha (the
+    // factor o still owes), running sums. Log2 units, -inf where masked (only tiles that cross
+    // a mask edge test each element).
+    const auto softmax = [&](int t, PFrag& pn, const WgMask& mk) {
+      const int kj0 = n_first + t * BN + c_lane;
+      if (mk.check) {
+        JA_UNROLL
+        for (int i = 0; i < 64; ++i) {
+          sc[i] = wg_visible<true>(mk, (i / 2) % 2, 8 * (i / 4) + i % 2) ? sc[i] * scale2 : -inf();
+        }
+      } else {
+        JA_UNROLL
+        for (int i = 0; i < 64; ++i) sc[i] *= scale2;
+      }
+      float mx[2][2] = {{-inf(), -inf()}, {-inf(), -inf()}};  // two chains a row
+      JA_UNROLL
+      for (int i = 0; i < 64; ++i) mx[(i / 2) % 2][i / 32] = fmax_(mx[(i / 2) % 2][i / 32], sc[i]);
+      float m_use[2];
+      JA_UNROLL
+      for (int sl = 0; sl < 2; ++sl) {
+        float m = fmax_(mx[sl][0], mx[sl][1]);
+        m = fmax_(m, shuffle_xor(m, 1));
+        m = fmax_(m, shuffle_xor(m, 2));
+        const float m_new = fmax_(m_run[sl], m);
+        m_use[sl] = m_new == -inf() ? 0.f : m_new;  // a row with nothing visible yet
+        alpha[sl] = fast_exp2(m_run[sl] - m_use[sl]);
+        m_run[sl] = m_new;
+      }
+      float rs[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+      JA_UNROLL
+      for (int i = 0; i < 64; ++i) {
+        sc[i] = fast_exp2(sc[i] - m_use[(i / 2) % 2]);
+        rs[(i / 2) % 2][i / 32] += sc[i];
+      }
+      JA_UNROLL
+      for (int sl = 0; sl < 2; ++sl) l_run[sl] = l_run[sl] * alpha[sl] + (rs[sl][0] + rs[sl][1]);
+      if (dropping) {  // lse is of the undropped scores; the kept ones' 1 / (1 - p) is out_scale
+        const uint64_t keep = wg_keep_bits(drop, h, r_lane, kj0, lane);
+        JA_UNROLL
+        for (int i = 0; i < 64; ++i) sc[i] = (keep >> i) & 1u ? sc[i] : 0.f;
+      }
       JA_UNROLL
       for (int kk = 0; kk < W::BN / 16; ++kk) {
         JA_UNROLL
-        for (int r = 0; r < 4; ++r) pn[kk][r] = 0u;
+        for (int r = 0; r < 4; ++r) {
+          pn[kk][r] = pack2<E>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+        }
       }
-      alpha[0] = alpha[1] = 1.f;
+    };
+    // Tile t's scores are issued with tile t - 1's P V (FA3 section 3.2): the softmax of t runs
+    // while P V of t - 1 is in flight; o is rescaled once that product has landed. The loop runs
+    // steps 1 .. t_last in pairs, with no wgmma under a branch (ptxas serialises every wgmma of a
+    // kernel that has one on a path it cannot prove uniform, C7520): step ntiles scores the last
+    // tile again unused, and a step past it multiplies a zero P into the last V tile.
+    const int t_last = ntiles + (ntiles & 1);
+    const auto step = [&](int t, PFrag& pp, PFrag& pn) {
+      const int tk = imin(t, ntiles - 1), tv = imin(t - 1, ntiles - 1);
+      const WgMask mk = mask_of(t);
+      const bool acc = terms && t < ntiles;
+      if (acc) init_terms(t, mk);
+      sm90::mbarrier_wait(&full_k[(g + tk) % S], ((g + tk) / S) & 1);
+      sm90::mbarrier_wait(&full_v[(g + tv) % S], ((g + tv) / S) & 1);
+      sm90::fence_proxy_async();
+      turn_wait();
+      sm90::wgmma_fence();
+      sm90::hold_registers(o);
+      issue_s(tk, acc);
+      issue_pv(tv, pp);
+      if (wg == 0 || t != t_last) turn_pass();
+      sm90::wgmma_wait<1>();  // the scores of t
+      sm90::hold_registers(sc);
+      if (t < ntiles) {
+        softmax(t, pn, mk);
+      } else {
+        JA_UNROLL
+        for (int kk = 0; kk < W::BN / 16; ++kk) {
+          JA_UNROLL
+          for (int r = 0; r < 4; ++r) pn[kk][r] = 0u;
+        }
+        alpha[0] = alpha[1] = 1.f;
+      }
+      sm90::wgmma_wait<0>();  // P V of t - 1: its stage is free, o is ours again
+      sm90::hold_registers(o);
+      JA_UNROLL
+      for (int kk = 0; kk < W::BN / 16; ++kk) sm90::hold_registers(pp[kk]);
+      // The last tile's stage is read up to step t_last (the masked dummy steps): freed only
+      // then, as the features variant's producer refills it for the next row tile.
+      if (arrives && (t - 1 < ntiles - 1 || t == t_last)) {
+        sm90::mbarrier_arrive(&empty[(g + tv) % S]);
+      }
+      JA_UNROLL
+      for (int i = 0; i < 64; ++i) o[i] *= alpha[(i / 2) % 2];
+    };
+    const WgMask mk0 = mask_of(0);
+    if (terms) init_terms(0, mk0);
+    sm90::mbarrier_wait(&full_k[g % S], (g / S) & 1);
+    sm90::fence_proxy_async();
+    turn_wait();
+    sm90::wgmma_fence();
+    issue_s(0, terms);
+    turn_pass();
+    sm90::wgmma_wait<0>();
+    sm90::hold_registers(sc);
+    softmax(0, pa0, mk0);
+    for (int t = 1; t <= t_last; t += 2) {
+      step(t, pa0, pa1);
+      step(t + 1, pa1, pa0);
     }
-    sm90::wgmma_wait<0>();  // P V of t - 1: its stage is free, o is ours again
-    sm90::hold_registers(o);
-    JA_UNROLL
-    for (int kk = 0; kk < W::BN / 16; ++kk) sm90::hold_registers(pp[kk]);
-    if (arrives && t - 1 < ntiles) sm90::mbarrier_arrive(&empty[tv % S]);
-    JA_UNROLL
-    for (int i = 0; i < 64; ++i) o[i] *= alpha[(i / 2) % 2];
-  };
-  sm90::mbarrier_wait(&full_k[0], 0);
-  sm90::fence_proxy_async();
-  turn_wait();
-  sm90::wgmma_fence();
-  issue_s(0);
-  turn_pass();
-  sm90::wgmma_wait<0>();
-  sm90::hold_registers(sc);
-  softmax(0, pa0);
-  for (int t = 1; t <= t_last; t += 2) {
-    step(t, pa0, pa1);
-    step(t + 1, pa1, pa0);
-  }
+    // Every product that read Q has landed: the producer may load the next row tile's.
+    if (kX && arrives) sm90::mbarrier_arrive(q_free);
 
-  // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row); a NaN
-  // score makes l NaN, hence out and lse (as attn_fwd_tile).
-  float* const lse = p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + s.q_start;
-  uint16_t* const out = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride +
-                        s.q_start * p.o_seq_stride + h * p.o_head_stride;
-  JA_UNROLL
-  for (int sl = 0; sl < 2; ++sl) {
-    float l = l_run[sl];
-    l += shuffle_xor(l, 1);
-    l += shuffle_xor(l, 2);
-    const float inv = l == 0.f ? 0.f : 1.f / l;
-    const int qi = r_lane + 8 * sl;
-    if (qi >= s.q_len) continue;
-    if (lane % 4 == 0) lse[qi] = l == 0.f ? inf() : (m_run[sl] + fast_log2(l)) * kLn2;
-    uint16_t* const row = out + qi * p.o_seq_stride;
+    // out = o / l (0 for a row that saw nothing), lse = log(l) + max (+inf for such a row); a
+    // NaN score makes l NaN, hence out and lse (as attn_fwd_tile).
     JA_UNROLL
-    for (int j = 0; j < W::D / 8; ++j) {
-      const int c = 8 * j + c_lane;
-      if (c < p.head_dim_v) {
-        *reinterpret_cast<uint32_t*>(row + c) =
-            pack2<E>(o[4 * j + 2 * sl] * inv, o[4 * j + 2 * sl + 1] * inv);
+    for (int sl = 0; sl < 2; ++sl) {
+      float l = l_run[sl];
+      l += shuffle_xor(l, 1);
+      l += shuffle_xor(l, 2);
+      const float inv = l == 0.f ? 0.f : out_scale / l;
+      const int qi = r_lane + 8 * sl;
+      if (qi >= s.q_len) continue;
+      if (lane % 4 == 0) lse_g[qi] = l == 0.f ? inf() : (m_run[sl] + fast_log2(l)) * kLn2;
+      uint16_t* const row = out_g + qi * p.o_seq_stride;
+      JA_UNROLL
+      for (int j = 0; j < W::D / 8; ++j) {
+        const int c = 8 * j + c_lane;
+        if (c < p.head_dim_v) {
+          *reinterpret_cast<uint32_t*>(row + c) =
+              pack2<E>(o[4 * j + 2 * sl] * inv, o[4 * j + 2 * sl + 1] * inv);
+        }
       }
     }
-  }
+    g += ntiles;
+    ++round;
+  } while (kX && wg_next_rows(m0, s.q_len, p.seqlen_q));
 }
 #endif  // __CUDACC__
 
@@ -1862,19 +2103,25 @@ JAX_AITER_ATTN_KERNELS(JA_ATTN_BUCKET_KERNELS)
 JAX_AITER_ATTN_DTYPES(JA_ATTN_DTYPE_KERNELS)
 JAX_AITER_ATTN_FP8_KERNELS(JA_ATTN_FP8_KERNEL)
 
-// sm_90's wgmma forward (attn_fwd_wg); on AMD the symbols exist for the shared kernel table and
-// trap: no plan for a gfx arch takes them.
+// sm_90's wgmma forwards (attn_fwd_wg): the plain one and the features variant (_feat_); on AMD
+// the symbols exist for the shared kernel table and trap: no plan for a gfx arch takes them.
 #define JA_ATTN_WG_KERNEL(tag, Elem)                                       \
   JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::attention::kWgThreads, 1) \
   void jax_aiter_attn_fwd_wg_##tag##_d128(JA_ATTN_FWD_PARAMS) {            \
     ja::wait_for_prior_grids();                                            \
     ja::allow_dependent_grids();                                           \
-    JA_ATTN_WG_BODY(Elem)                                                  \
+    JA_ATTN_WG_BODY(Elem, false)                                           \
+  }                                                                        \
+  JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::attention::kWgThreads, 1) \
+  void jax_aiter_attn_fwd_wg_feat_##tag##_d128(JA_ATTN_FWD_PARAMS) {       \
+    ja::wait_for_prior_grids();                                            \
+    ja::allow_dependent_grids();                                           \
+    JA_ATTN_WG_BODY(Elem, true)                                            \
   }
 #if defined(__CUDACC__)
-#define JA_ATTN_WG_BODY(Elem) ja::attn_fwd_wg<ja::Elem>(ja::FwdParams{JA_ATTN_FWD_NAMES});
+#define JA_ATTN_WG_BODY(Elem, kX) ja::attn_fwd_wg<ja::Elem, kX>(ja::FwdParams{JA_ATTN_FWD_NAMES});
 #else  // the parameters read once (no unused ones), then a trap
-#define JA_ATTN_WG_BODY(Elem)             \
+#define JA_ATTN_WG_BODY(Elem, kX)         \
   (void)ja::FwdParams{JA_ATTN_FWD_NAMES}; \
   __builtin_trap();
 #endif

@@ -1793,9 +1793,10 @@ TEST(Conformance, Gfx942BatchWindowsAsAitersPython) {
   }
 }
 
-// The portable forward on sm_90 takes the wgmma kernel for 16-bit batch calls in the 128 head-dim
-// bucket with no bias, ALiBi, dropout or window but causal (ops/attention_portable.hpp); every
-// other call, and every other arch, plans the mma.sync / MFMA kernel.
+// The portable forward on sm_90 takes a wgmma kernel for every 16-bit call in the 128 head-dim
+// bucket (ops/attention_portable.hpp): the plain one for batch calls with masks and windows only,
+// the features one for varlen, bias, ALiBi or dropout; fp8, the 64 and 256 buckets and every
+// other arch plan the mma.sync / MFMA kernel.
 TEST(PortablePlan, Sm90WgmmaForwardRule) {
   const auto fwd_symbol = [](const Case& c) {
     K::Plan plan;
@@ -1829,22 +1830,58 @@ TEST(PortablePlan, Sm90WgmmaForwardRule) {
   c = Case{};
   c.arch = Arch::kSm90;
   EXPECT_EQ(fwd_symbol(c), "jax_aiter_attn_fwd_wg_bf16_d128");
-  const auto declined = [&](auto&& change) {
+  const auto symbol_with = [&](auto&& change) {
     Case x = c;
     change(x);
-    return fwd_symbol(x).find("_wg_") == std::string::npos;
+    return fwd_symbol(x);
+  };
+  // Windows: the plain kernel's mask code.
+  EXPECT_EQ(symbol_with([](Case& x) { x.wl = 16; }), "jax_aiter_attn_fwd_wg_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.wr = 16; }), "jax_aiter_attn_fwd_wg_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.wl = 7, x.wr = 3, x.dtype = DType::kF16; }),
+            "jax_aiter_attn_fwd_wg_f16_d128");
+  // Varlen, bias, ALiBi, dropout: the features kernel, with the same launch shape.
+  EXPECT_EQ(symbol_with([](Case& x) { x.bias = true; }), "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.alibi = true; }), "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.dropout = true; }), "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.varlen = true, x.dtype = DType::kF16; }),
+            "jax_aiter_attn_fwd_wg_feat_f16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.alibi = x.dropout = x.causal = true, x.wl = 9; }),
+            "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  {
+    Case x = c;
+    x.varlen = true;
+    x.b = 3;
+    x.sq = 200;  // max_seqlen_q: the grid's rows
+    x.total_q = 450;
+    K::Plan plan;
+    ops::FlashAttnFwdPortableTier::plan(params(x).fwd, x.target(), plan);
+    const K::Launch& l = plan.steps[0].launch;
+    EXPECT_EQ(l.grid, (K::Dim3{2, 8, 3}));
+    EXPECT_EQ(l.block, (K::Dim3{384, 1, 1}));
+    EXPECT_EQ(l.shared_bytes, static_cast<uint32_t>(K::attention::kWgSmemBytes));
+    EXPECT_EQ(l.kernel->dynamic_shared, l.shared_bytes);
+  }
+  const auto declined = [&](auto&& change) {
+    return symbol_with(change).find("_wg_") == std::string::npos;
   };
   EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kGfx942; }));
   EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kHost; }));
+  EXPECT_TRUE(declined([](Case& x) { x.arch = Arch::kHost, x.dropout = true; }));
   EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 64; }));
+  EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 64, x.bias = true; }));
   EXPECT_TRUE(declined([](Case& x) { x.d = x.dv = 256; }));
-  EXPECT_TRUE(declined([](Case& x) { x.bias = true; }));
-  EXPECT_TRUE(declined([](Case& x) { x.alibi = true; }));
-  EXPECT_TRUE(declined([](Case& x) { x.dropout = true; }));
-  EXPECT_TRUE(declined([](Case& x) { x.varlen = true; }));
-  EXPECT_TRUE(declined([](Case& x) { x.wl = 16; }));
-  EXPECT_TRUE(declined([](Case& x) { x.wr = 16; }));
+  EXPECT_TRUE(declined([](Case& x) { x.d = 192; }));
   EXPECT_TRUE(declined([](Case& x) { x.dtype = DType::kF8E4M3FN; }));
+  // A bias or ALiBi with a scale whose reciprocal overflows (the features kernel adds terms /
+  // scale); without them any finite scale.
+  EXPECT_TRUE(declined([](Case& x) { x.alibi = true, x.scale = 0.f; }));
+  EXPECT_TRUE(declined([](Case& x) { x.bias = true, x.scale = -1e-39f; }));
+  EXPECT_EQ(symbol_with([](Case& x) { x.bias = true, x.scale = -1e-30f; }),
+            "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.dropout = true, x.scale = 0.f; }),
+            "jax_aiter_attn_fwd_wg_feat_bf16_d128");
+  EXPECT_EQ(symbol_with([](Case& x) { x.scale = 0.f; }), "jax_aiter_attn_fwd_wg_bf16_d128");
 }
 
 // The portable backward on sm_90 runs the wgmma dkdv and dq passes for exactly the calls the

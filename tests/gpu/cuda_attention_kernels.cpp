@@ -17,7 +17,10 @@
 //   3. times forward and forward + backward (CUDA events, median of 20 after warm-up) at the
 //      benchmark shapes of issue 15 and prints TFLOP/s (forward 4 b hq sq sk d, halved when causal;
 //      backward 2.5x the forward), and each backward kernel alone.
-// Usage: cuda_attention_kernels ATTENTION_CUBIN [check|check-fwd|check-bwd|bench|all]
+//   4. bench-features: the forward with each feature (window, ALiBi, dropout, bias, varlen) at
+//      b4 s4096 hq32 hk8 d128 causal, against the plain call.
+// Usage: cuda_attention_kernels ATTENTION_CUBIN
+//          [check|check-fwd|check-bwd|bench|bench-features|all]
 //        [SHAPE_INDEX [REPETITIONS]]
 // Exit status 1 when any check fails, 2 on a setup failure.
 #include <cuda.h>
@@ -129,10 +132,12 @@ jax_aiter::Target plan_target() {
 
 void resolve_all(CUmodule m) {
   for (const jk::AttnWgKernel& k : jk::kAttnWgKernels) {
-    resolve(m, k.fwd, true);
-    CHECK_CU(cuFuncSetAttribute(kernels[std::string(k.fwd.symbol)].f,
-                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                static_cast<int>(k.fwd.dynamic_shared)));
+    for (const jk::KernelInfo* f : {&k.fwd, &k.fwd_features}) {
+      resolve(m, *f, true);
+      CHECK_CU(cuFuncSetAttribute(kernels[std::string(f->symbol)].f,
+                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  static_cast<int>(f->dynamic_shared)));
+    }
   }
   for (const jk::AttnWgBwdKernels& k : jk::kAttnWgBwdKernels) {
     for (const jk::KernelInfo* info : {&k.dkdv, &k.dq}) {
@@ -993,6 +998,113 @@ std::vector<Case> cases() {
                .d = 128,
                .dv = 128,
                .causal = true});
+  // The 128 bucket's features, which sm_90 plans run on its wgmma kernels (the plain one takes
+  // windows; the features one varlen, bias, ALiBi, dropout): windows both sides and with rows
+  // that see nothing, dropout alone, bias of each kind, a NaN slope, varlen with every feature
+  // and sequences longer than max_seqlen (one block loops over 3 row tiles).
+  v.push_back({.name = "wg-window",
+               .dt = DType::kF16,
+               .sq = 333,
+               .sk = 400,
+               .hq = 4,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .wl = 100,
+               .wr = 30});
+  v.push_back({.name = "wg-window-sq>sk",
+               .dt = b16,
+               .b = 2,
+               .sq = 300,
+               .sk = 140,
+               .hq = 2,
+               .hk = 1,
+               .d = 96,
+               .dv = 128,
+               .causal = true,
+               .wl = 50});
+  v.push_back({.name = "wg-dropout",
+               .dt = b16,
+               .b = 2,
+               .sq = 257,
+               .sk = 300,
+               .hq = 4,
+               .hk = 1,
+               .d = 128,
+               .dv = 128,
+               .causal = true,
+               .p = 0.1f});
+  v.push_back({.name = "wg-dropout",
+               .dt = DType::kF16,
+               .sq = 200,
+               .sk = 200,
+               .hq = 2,
+               .hk = 2,
+               .d = 128,
+               .dv = 96,
+               .p = 0.3f});
+  v.push_back({.name = "wg-bias-f32",
+               .dt = DType::kF16,
+               .b = 2,
+               .sq = 200,
+               .sk = 260,
+               .hq = 4,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .bias = true});
+  v.push_back({.name = "wg-bias-cols",
+               .dt = b16,
+               .b = 2,
+               .sq = 140,
+               .sk = 140,
+               .hq = 2,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .causal = true,
+               .bias = true,
+               .bias_bcast = {false, false, false, true},
+               .bias_f32 = false});
+  v.push_back({.name = "wg-alibi-nan",
+               .dt = b16,
+               .b = 2,
+               .sq = 150,
+               .sk = 170,
+               .hq = 4,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .causal = true,
+               .alibi = 2,
+               .nan_slope = true});
+  v.push_back({.name = "wg-varlen-all",
+               .dt = b16,
+               .sq = 300,
+               .sk = 280,
+               .hq = 4,
+               .hk = 2,
+               .d = 128,
+               .dv = 128,
+               .causal = true,
+               .wl = 60,
+               .alibi = 1,
+               .p = 0.15f,
+               .lq = {300, 0, 129, 1},
+               .lk = {280, 7, 129, 3}});
+  v.push_back({.name = "wg-varlen-past-max",
+               .dt = DType::kF16,
+               .sq = 100,
+               .sk = 100,
+               .hq = 2,
+               .hk = 1,
+               .d = 128,
+               .dv = 128,
+               .wl = 40,
+               .wr = 40,
+               .p = 0.1f,
+               .lq = {300, 5, 257},
+               .lk = {290, 300, 200}});
   v.push_back({.name = "varlen-past-max-256",
                .dt = b16,
                .sq = 32,
@@ -1504,6 +1616,140 @@ void bench(int only, int reps) {
   cuEventDestroy(e1);
 }
 
+// The forward's features at one shape, b4 s4096 hq32 hk8 d128 causal bf16 (forward only, events,
+// median of `reps`): each row against the plain one, TFLOP/s from the visible (query, key) pairs.
+struct FeatureRow {
+  const char* name;
+  int wl = -1;
+  int alibi = 0;        // 1: slopes [hq]
+  float p = 0.f;        // dropout
+  int bias = 0;         // 1: [1, 1, s, s] f32, 2: [1, hq, s, s] bf16
+  bool varlen = false;  // the b sequences as one varlen call
+};
+
+void bench_features(int reps) {
+  const int b = 4, s = 4096, hq = 32, hk = 8, d = 128;
+  const FeatureRow rows[] = {{"plain"},
+                             {"window 1024 (causal, left 1023)", 1023},
+                             {"alibi [hq]", -1, 1},
+                             {"dropout 0.1", -1, 0, 0.1f},
+                             {"bias [1,1,s,s] f32", -1, 0, 0.f, 1},
+                             {"bias [1,hq,s,s] bf16", -1, 0, 0.f, 2},
+                             {"varlen 4 x 4096", -1, 0, 0.f, 0, true},
+                             {"window+alibi+dropout", 1023, 1, 0.1f}};
+  std::printf(
+      "\nforward features, b=%d s=%d hq=%d hk=%d d=%d causal bf16 (events, median of %d):\n", b, s,
+      hq, hk, d, reps);
+  std::printf("%-34s %-36s %9s %9s %8s\n", "feature", "kernel", "fwd ms", "TF/s", "vs plain");
+  const size_t nq = size_t(b) * s * hq * d, nk = size_t(b) * s * hk * d;
+  DevBuf q = upload(fast_random(nq, 1)), k = upload(fast_random(nk, 2)),
+         v = upload(fast_random(nk, 3));
+  DevBuf out(nq * 2), lse(size_t(b) * hq * s * 4);
+  std::vector<float> slopes_h(hq);
+  for (int h = 0; h < hq; ++h) slopes_h[h] = std::exp2(-8.f * (h + 1) / hq);
+  DevBuf slopes = upload(slopes_h), key = upload(std::vector<unsigned>{0x1234567u, 0x89abcdefu});
+  std::vector<int> cu(b + 1);
+  for (int i = 0; i <= b; ++i) cu[i] = i * s;
+  DevBuf cuq = upload(cu);
+  DevBuf bias32, bias16;
+  {
+    std::vector<float> f(size_t(s) * s);
+    const std::vector<uint16_t> r = fast_random(f.size(), 5);
+    for (size_t i = 0; i < f.size(); ++i) f[i] = jax_aiter::bf16_to_float(r[i]);
+    bias32 = upload(f);
+    bias16 = upload(fast_random(size_t(hq) * s * s, 6));
+  }
+  CUevent e0, e1;
+  CHECK_CU(cuEventCreate(&e0, 0));
+  CHECK_CU(cuEventCreate(&e1, 0));
+  double plain_ms = 0;
+  for (const FeatureRow& row : rows) {
+    ops::AttnOptions opt;
+    opt.softmax_scale = static_cast<float>(1.0 / std::sqrt(double(d)));
+    opt.causal = true;
+    opt.window_left = row.wl;
+    opt.dropout_p = row.p;
+    ops::FlashAttnFwdParams fp;
+    if (row.varlen) {
+      fp.q = ops::Tensor::over(q.ptr(), DType::kBF16, {b * s, hq, d});
+      fp.k = ops::Tensor::over(k.ptr(), DType::kBF16, {b * s, hk, d});
+      fp.v = ops::Tensor::over(v.ptr(), DType::kBF16, {b * s, hk, d});
+      fp.out = ops::Tensor::over(out.ptr(), DType::kBF16, {b * s, hq, d});
+      fp.lse = ops::Tensor::over(lse.ptr(), DType::kF32, {hq, b * s});
+      fp.cu_seqlens_q = ops::Tensor::over(cuq.ptr(), DType::kI32, {b + 1});
+      fp.cu_seqlens_k = fp.cu_seqlens_q;
+      opt.max_seqlen_q = opt.max_seqlen_k = s;
+    } else {
+      fp.q = ops::Tensor::over(q.ptr(), DType::kBF16, {b, s, hq, d});
+      fp.k = ops::Tensor::over(k.ptr(), DType::kBF16, {b, s, hk, d});
+      fp.v = ops::Tensor::over(v.ptr(), DType::kBF16, {b, s, hk, d});
+      fp.out = ops::Tensor::over(out.ptr(), DType::kBF16, {b, s, hq, d});
+      fp.lse = ops::Tensor::over(lse.ptr(), DType::kF32, {b, hq, s});
+    }
+    if (row.alibi) fp.alibi_slopes = ops::Tensor::over(slopes.ptr(), DType::kF32, {hq});
+    if (row.p > 0) fp.rng_key = ops::Tensor::over(key.ptr(), DType::kI32, {2});
+    if (row.bias == 1) fp.bias = ops::Tensor::over(bias32.ptr(), DType::kF32, {1, 1, s, s});
+    if (row.bias == 2) fp.bias = ops::Tensor::over(bias16.ptr(), DType::kBF16, {1, hq, s, s});
+    fp.opt = opt;
+    if (auto prob = ops::attn_problem(fp); !prob) {
+      std::printf("%-34s refused: %s\n", row.name, prob.status().message().c_str());
+      continue;
+    }
+    jk::Plan plan;
+    ops::FlashAttnFwdPortableTier::plan(fp, plan_target(), plan);
+    for (int i = 0; i < 3; ++i) run_plan(plan);
+    std::vector<float> ms;
+    for (int i = 0; i < reps; ++i) {
+      CHECK_CU(cuEventRecord(e0, nullptr));
+      run_plan(plan);
+      CHECK_CU(cuEventRecord(e1, nullptr));
+      CHECK_CU(cuEventSynchronize(e1));
+      float t = 0;
+      CHECK_CU(cuEventElapsedTime(&t, e0, e1));
+      ms.push_back(t);
+    }
+    const double t = median(ms);
+    if (plain_ms == 0) plain_ms = t;
+    double pairs = 0;  // visible (query, key) pairs of one sequence
+    for (int i = 0; i < s; ++i) pairs += std::min(i, row.wl < 0 ? i : row.wl) + 1;
+    const double fl = 4.0 * b * hq * d * pairs;
+    // The same call on the host's plan (the mma.sync kernel; the same dropout mask): out's
+    // norm-wise difference and lse's largest, at this size.
+    std::string diff;
+    if (plan_target().arch == jax_aiter::Arch::kSm90) {
+      const auto out_h = download(out), lse_h = download(lse);
+      jk::Plan ref;
+      ops::FlashAttnFwdPortableTier::plan(fp, jax_aiter::Target{}, ref);
+      run_plan(ref);
+      CHECK_CU(cuCtxSynchronize());
+      const auto out_r = download(out), lse_r = download(lse);
+      double num = 0, den = 0, dl = 0;
+      for (size_t i = 0; i < nq; ++i) {
+        uint16_t x, y;
+        std::memcpy(&x, &out_h[i * 2], 2);
+        std::memcpy(&y, &out_r[i * 2], 2);
+        const double a = jax_aiter::bf16_to_float(x), r = jax_aiter::bf16_to_float(y);
+        num += (a - r) * (a - r), den += r * r;
+      }
+      for (size_t i = 0; i < lse_h.size() / 4; ++i) {
+        float x, y;
+        std::memcpy(&x, &lse_h[i * 4], 4);
+        std::memcpy(&y, &lse_r[i * 4], 4);
+        dl = std::max(dl, std::isfinite(x) && std::isfinite(y) ? std::abs(double(x) - y) : 1e30);
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "  vs mma.sync: out %.1e lse %.1e", std::sqrt(num / den), dl);
+      diff = buf;
+    }
+    std::printf("%-34s %-36s %9.3f %9.1f %8.2f%s\n", row.name,
+                std::string(plan.steps[0].launch.kernel->symbol).c_str(), t, fl / t / 1e9,
+                t / plain_ms, diff.c_str());
+    std::fflush(stdout);
+  }
+  cuEventDestroy(e0);
+  cuEventDestroy(e1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1520,7 +1766,7 @@ int main(int argc, char** argv) {
   CUmodule mod;
   CHECK_CU(cuModuleLoadData(&mod, image.data()));
   resolve_all(mod);
-  if (mode != "bench") {
+  if (mode != "bench" && mode != "bench-features") {
     std::mt19937 rng(20261125);
     // check-fwd: the forward of every case alone (its CPU reference is a fraction of the
     // backward's). check-bwd: forward and backward of the cases sm_90's wgmma backward takes, and
@@ -1541,6 +1787,8 @@ int main(int argc, char** argv) {
   // bench [shape index] [repetitions]: one shape, e.g. once under a profiler.
   if (mode == "bench" || mode == "all")
     bench(argc > 3 ? std::atoi(argv[3]) : -1, argc > 4 ? std::atoi(argv[4]) : 20);
+  // bench-features [repetitions]: the forward's features at one shape (bench_features).
+  if (mode == "bench-features" || mode == "all") bench_features(argc > 3 ? std::atoi(argv[3]) : 20);
   cuModuleUnload(mod);
   cuDevicePrimaryCtxRelease(dev);
   return failed ? 1 : 0;

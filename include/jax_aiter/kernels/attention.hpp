@@ -104,10 +104,11 @@ inline constexpr AttnFp8Kernel kFp8Kernels[] = {JAX_AITER_ATTN_FP8_KERNELS(JA_AT
 #undef JA_ATTN_FP8_KERNEL
 }  // namespace attention_detail
 
-// sm_90's wgmma forward, one per 16-bit dtype (kernels/shared/attention.h, kWgRowsQ...).
+// sm_90's wgmma forwards, two per 16-bit dtype (kernels/shared/attention.h, kWgRowsQ...): the
+// plain one and the one with every feature.
 struct AttnWgKernel {
   DType dtype;
-  KernelInfo fwd;
+  KernelInfo fwd, fwd_features;
 };
 namespace attention_detail {
 constexpr KernelInfo wg_kernel(std::string_view symbol) {
@@ -115,14 +116,16 @@ constexpr KernelInfo wg_kernel(std::string_view symbol) {
   k.dynamic_shared = attention::kWgSmemBytes;
   return k;
 }
-#define JA_ATTN_WG_KERNEL(tag, Elem) \
-  AttnWgKernel{DType::k##Elem, wg_kernel("jax_aiter_attn_fwd_wg_" #tag "_d128")},
+#define JA_ATTN_WG_KERNEL(tag, Elem)                                             \
+  AttnWgKernel{DType::k##Elem, wg_kernel("jax_aiter_attn_fwd_wg_" #tag "_d128"), \
+               wg_kernel("jax_aiter_attn_fwd_wg_feat_" #tag "_d128")},
 inline constexpr AttnWgKernel kWgKernels[] = {JAX_AITER_ATTN_WG_KERNELS(JA_ATTN_WG_KERNEL)};
 #undef JA_ATTN_WG_KERNEL
 }  // namespace attention_detail
 inline constexpr std::span<const AttnWgKernel> kAttnWgKernels = attention_detail::kWgKernels;
-constexpr const KernelInfo& attn_wg_kernel(DType t) {
-  return t == DType::kF16 ? kAttnWgKernels[1].fwd : kAttnWgKernels[0].fwd;
+constexpr const KernelInfo& attn_wg_kernel(DType t, bool features) {
+  const AttnWgKernel& k = t == DType::kF16 ? kAttnWgKernels[1] : kAttnWgKernels[0];
+  return features ? k.fwd_features : k.fwd;
 }
 static_assert(kAttnWgKernels[1].dtype == DType::kF16);
 

@@ -122,14 +122,24 @@ constexpr kernels::Dim3 grid3(int64_t rows, int tile, int64_t heads, int64_t bat
 // The float32 delta (rowsum(dout * out)) the portable backward keeps in its workspace.
 constexpr int64_t attn_delta_bytes(const AttnProblem& p) { return p.heads_q * p.total_q * 4; }
 
-// Whether sm_90's wgmma forward (kernels/shared/attention.h, kWgRowsQ) takes a call: bf16 or f16,
-// batch mode, d and dv in the 128 bucket, and no bias, ALiBi, dropout or window other than
-// bottom-right causal. Everything else runs the mma.sync kernels, as on AMD (a choice, not a limit
-// of the structure: those features were left out of the first version to keep it small).
+// Whether sm_90's wgmma forwards (kernels/shared/attention.h, kWgRowsQ) take a call: bf16 or
+// f16 q, k, v with d and dv in the 128 bucket, with every feature (batch or varlen, MHA/GQA/MQA,
+// masks and windows, bias, ALiBi, dropout, lse, shards). Everything else runs the mma.sync kernels,
+// as on AMD: fp8 (no fp8 wgmma tile yet), the 64 and 256 buckets (one tile shape so far), and a
+// bias or ALiBi with a softmax scale whose reciprocal is not finite (0 or below float's normal
+// range: the features kernel adds those terms to the scores as terms / scale, see
+// wg_score_terms).
 constexpr bool attn_fwd_takes_wgmma(const AttnProblem& p, const Target& t) {
-  return t.arch == Arch::kSm90 && !p.fp8 && !p.varlen && !p.has_bias && !p.has_alibi &&
-         !p.has_dropout && p.window_left < 0 && p.window_right <= 0 &&
-         kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1;
+  const float scale = p.softmax_scale < 0 ? -p.softmax_scale : p.softmax_scale;
+  return t.arch == Arch::kSm90 && !p.fp8 &&
+         kernels::attn_head_dim_bucket(p.head_dim, p.head_dim_v) == 1 &&
+         (!(p.has_bias || p.has_alibi) || scale >= std::numeric_limits<float>::min());
+}
+// Which of the two: the features variant for varlen, bias, ALiBi or dropout (their loads, Philox
+// and the row-tile loop cost registers and instructions the plain kernel does without; windows
+// are the same mask code as causal, so the plain kernel takes them).
+constexpr bool attn_fwd_wgmma_features(const AttnProblem& p) {
+  return p.varlen || p.has_bias || p.has_alibi || p.has_dropout;
 }
 
 // Which backward passes run sm_90's wgmma kernels (kernels/shared/attention.h, kWgBwdKeys): bf16
@@ -175,7 +185,7 @@ struct FlashAttnFwdPortableTier {
     const D::Strides3 so = D::strides_of(p.out, prob.varlen);
     a.o_batch_stride = so.batch, a.o_seq_stride = so.seq, a.o_head_stride = so.head;
     if (attn_fwd_takes_wgmma(prob, t)) {
-      plan.launch(kernels::attn_wg_kernel(prob.dtype),
+      plan.launch(kernels::attn_wg_kernel(prob.dtype, attn_fwd_wgmma_features(prob)),
                   D::grid3(prob.seqlen_q, A::kWgRowsQ, prob.heads_q, prob.batch),
                   {static_cast<uint32_t>(A::kWgThreads), 1, 1}, a, A::kWgSmemBytes);
       plan.note("head_dim_bucket", A::kHeadDims[bucket]);

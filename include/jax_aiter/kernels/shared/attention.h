@@ -130,8 +130,10 @@
   X(bf16, BF16, 64) X(bf16, BF16, 128) X(bf16, BF16, 256) \
   X(f16, F16, 64) X(f16, F16, 128) X(f16, F16, 256)
 #define JAX_AITER_ATTN_DTYPES(Y) Y(bf16, BF16) Y(f16, F16)
-// sm_90 only (elsewhere the symbols exist and trap; no plan takes them): the wgmma forward for
-// the 128 head-dim bucket, batch mode, no bias, ALiBi, dropout or window but causal.
+// sm_90 only (elsewhere the symbols exist and trap; no plan takes them): the wgmma forwards for
+// the 128 head-dim bucket, two a dtype: jax_aiter_attn_fwd_wg_<tag>_d128 (batch mode, masks and
+// windows; no bias, ALiBi or dropout) and jax_aiter_attn_fwd_wg_feat_<tag>_d128 (every feature:
+// varlen, bias, ALiBi, dropout too).
 #define JAX_AITER_ATTN_WG_KERNELS(W) W(bf16, BF16) W(f16, F16)
 // sm_90 only, likewise: the wgmma backward's dkdv and dq passes for the calls the wgmma forward
 // takes (jax_aiter_attn_bwd_{dkdv,dq}_wg_<tag>_d128; the pre pass stays bwd_pre).
@@ -181,12 +183,13 @@ JAX_AITER_ATTN_HD int attn_fp8_f16_shift(int in_dtype) { return in_dtype == kAtt
 // sm_90's wgmma forward (jax_aiter_attn_fwd_wg_<dtype>_d128, JAX_AITER_ATTN_WG_KERNELS): one
 // producer warpgroup and two consumer warpgroups of 64 query rows each, grid (ceil(seqlen_q /
 // kWgRowsQ), heads_q, batch), kWgSmemBytes of dynamic shared memory: Q (128 x 128), kWgStages
-// stages of K and V tiles (128 keys x 128 each), 16-bit, their barriers, 1024 bytes of alignment.
+// stages of K and V tiles (128 keys x 128 each), 16-bit, their barriers (Q's two, three a stage),
+// 1024 bytes of alignment.
 inline constexpr int kWgRowsQ = 128;
 inline constexpr int kWgThreads = 384;
 inline constexpr int kWgStages = 3;
 inline constexpr int kWgSmemBytes =
-    1024 + (1 + 2 * kWgStages) * 128 * 128 * 2 + 8 * (1 + 3 * kWgStages);
+    1024 + (1 + 2 * kWgStages) * 128 * 128 * 2 + 8 * (2 + 3 * kWgStages);
 // sm_90's wgmma backward (JAX_AITER_ATTN_WG_BWD_KERNELS), the same three warpgroups:
 //   dkdv: grid (ceil(seqlen_k / kWgBwdKeys), heads_k, batch); each consumer owns 64 keys and keeps
 //     their dk and dv in registers over the group's query heads and the query tiles (kWgBwdRows
