@@ -93,8 +93,9 @@ struct Fp8Call {
         b_scale(DType::kF32,
                 {std::max<int64_t>((n_ + 127) / 128, 1), std::max<int64_t>(k_ / 128, 1)}),
         out(out_dtype, {m_, n_}),
-        workspace(DType::kU8, {std::max<int64_t>(n_ * 4, std::max<int64_t>(k_ / 128, 1) *
-                                                             ((n_ + 127) / 128) * 4)}) {
+        workspace(DType::kU8,
+                  {std::max({n_ * 4, std::max<int64_t>(k_ / 128, 1) * ((n_ + 127) / 128) * 4,
+                             jax_aiter::ops::stream_q_workspace_bytes(m_, n_)})}) {
     fake::Rng rng(seed);
     for (auto* arr : {&a, &b_plain}) {
       for (auto& byte : arr->bytes) {
@@ -640,7 +641,26 @@ TEST(GemmFp8BlockscaleTiers, PlanToolShowsTheChosenPlanAndItsFamily) {
       plan_json<Op>(plan_call("f8_e4m3fn", 1, 4096, 4096, "bf16"), *plan_target("sm_90", 132));
   ASSERT_TRUE(sm90.ok());
   EXPECT_NE(sm90->find(R"("tier": "portable", "verdict": "taken")"), std::string::npos) << *sm90;
-  EXPECT_NE(sm90->find("jax_aiter_gemm_fp8_blockscale_t16x128"), std::string::npos) << *sm90;
+  // Decode on sm_90: the streaming kernel, a block per 16 rows, unsplit (256 blocks, 132 SMs).
+  EXPECT_NE(sm90->find("jax_aiter_gemm_fp8_blockscale_stream"), std::string::npos) << *sm90;
+  EXPECT_NE(sm90->find(R"("grid": [256, 1, 1])"), std::string::npos) << *sm90;
+  EXPECT_EQ(sm90->find("stream_finish"), std::string::npos) << *sm90;
+  // N = 512: 32 blocks, so K is split, 2 ways (16 steps of 256 bytes: at least one a warp of a
+  // split), and the finish kernel adds the partial planes in order.
+  auto split =
+      plan_json<Op>(plan_call("f8_e4m3fn", 3, 512, 4096, "f16"), *plan_target("sm_90", 132));
+  ASSERT_TRUE(split.ok());
+  EXPECT_NE(split->find(R"("grid": [32, 1, 2])"), std::string::npos) << *split;
+  EXPECT_NE(split->find("jax_aiter_gemm_fp8_blockscale_stream_finish"), std::string::npos)
+      << *split;
+  EXPECT_NE(split->find(R"({"name": "splits", "offset": 68, "size": 4, "value": 2})"),
+            std::string::npos)
+      << *split;
+  // M = 17: the t16x128 tile.
+  auto tile =
+      plan_json<Op>(plan_call("f8_e4m3fn", 17, 4096, 4096, "bf16"), *plan_target("sm_90", 132));
+  ASSERT_TRUE(tile.ok());
+  EXPECT_NE(tile->find("jax_aiter_gemm_fp8_blockscale_t16x128"), std::string::npos) << *tile;
 }
 
 // ---- bad input --------------------------------------------------------------------------------
@@ -681,7 +701,7 @@ TEST(GemmFp8BlockscaleErrors, EveryOperandIsNamed) {
                     }),
                     {"operand out:", "expected bf16[8,256] or f16[8,256]", "got f32[8,256]"}));
   EXPECT_TRUE(Fails(with([](Fp8Call& c) { c.workspace = Array(DType::kU8, {100}); }),
-                    {"operand workspace:", "expected u8[>= 1024]", "got u8[100]"}));
+                    {"operand workspace:", "expected u8[>= 65536]", "got u8[100]"}));
   {
     Fp8Call c(8, 120, 256, 1);
     EXPECT_TRUE(Fails(c.call(), {"operand b:", "N=120 is not a multiple of 16"}));

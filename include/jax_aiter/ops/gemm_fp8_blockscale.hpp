@@ -45,13 +45,14 @@ struct GemmFp8Blockscale {
   }
 
   // Sized before any device is known, for whichever tier runs: fp8gemm_blockscale's zeroed
-  // stand-in bias (f32 [N]) or flatmm's transposed b_scale (f32 [K/128, N/128]), each the plan's
-  // one workspace piece; mi350 and the portable tier need none.
+  // stand-in bias (f32 [N]), flatmm's transposed b_scale (f32 [K/128, N/128]) or the portable
+  // decode kernel's split partials (M <= 16: ops/gemm_stream_q_rule.hpp), each the plan's one
+  // workspace piece; mi350 and the other portable kernels need none.
   static int64_t workspace_bytes(const Params& p) {
     kernels::WorkspaceLayout bias, scales;
     bias.add("zero_bias", p.n() * 4);
     scales.add("b_scale_t", p.k_blocks() * p.n_blocks() * 4);
-    return std::max(bias.total, scales.total);
+    return std::max({bias.total, scales.total, stream_q_workspace_bytes(p.m(), p.n())});
   }
 };
 
