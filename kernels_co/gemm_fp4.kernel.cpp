@@ -9,9 +9,14 @@
 // streaming: grid (ceil(N / 16), ceil(M / BM)), K split inside the block) of
 // include/jax_aiter/kernels/shared/gemm_fp4.h.
 //
+// The sm_90 decode kernels (jax_aiter_gemm_fp4_stream and its _finish; M <= 16, B shuffled,
+// GemmFp4StreamArgs): the weight-streaming engine of jax_aiter_gemm_stream_q.hpp on fp8 tensor
+// cores (e2m1 read as e4m3), K split across blocks, the splits' f32 partials added in split order.
+//
 // Build: as gemm.kernel.cpp (nvcc -cubin -arch=sm_90 ...; clang++-22 -x hip ... -nogpuinc).
 #include "jax_aiter/kernels/shared/gemm_fp4.h"
 #include "jax_aiter_gemm_fp4_tile.hpp"
+#include "jax_aiter_gemm_stream_q_families.hpp"
 
 namespace ja {
 
@@ -206,3 +211,31 @@ JAX_AITER_GEMM_FP4_TILES(JA_GEMM_FP4_KERNEL)
   }
 
 JAX_AITER_GEMM_FP4_DECODE(JA_GEMM_FP4_DECODE_KERNEL)
+
+// The sm_90 decode kernels (on AMD the symbols exist for the shared kernel table and trap: no plan
+// for a gfx arch takes them). Parameter lists: GemmFp4StreamArgs, GemmFp4StreamFinishArgs.
+JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::gemm_stream_q::kThreads, 2)
+void jax_aiter_gemm_fp4_stream(const void* a, const void* b, const void* a_scale,
+                               const void* b_scale, void* out, void* partials, int M, int N, int K,
+                               int lda, int sb_stride, int k_chunk, int splits) {
+  ja::wait_for_prior_grids();
+  ja::allow_dependent_grids();
+#if defined(__CUDACC__)
+  ja::stream_q::gemm_fp4_stream(a, b, a_scale, b_scale, out, partials, M, N, K, lda, sb_stride,
+                                k_chunk, splits);
+#else
+  ja::unsupported_here(a, b, a_scale, b_scale, out, partials, M, N, K, lda, sb_stride, k_chunk,
+                       splits);
+#endif
+}
+
+JA_KERNEL_BOUNDED(jax_aiter::kernels::gemm_stream_q::kFinishThreads)
+void jax_aiter_gemm_fp4_stream_finish(const void* partials, void* out, int M, int N, int splits) {
+  ja::wait_for_prior_grids();
+  ja::allow_dependent_grids();
+#if defined(__CUDACC__)
+  ja::stream_q::gemm_fp4_stream_finish(partials, out, M, N, splits);
+#else
+  ja::unsupported_here(partials, out, M, N, splits);
+#endif
+}

@@ -12,10 +12,15 @@
 // The w tile runs the wgmma engine (jax_aiter_gemm_wgmma.hpp, INT8 family in
 // jax_aiter_gemm_wgmma_i8.hpp) on sm_90; elsewhere t128x128's tile on each half of it.
 //
+// The decode kernels (jax_aiter_gemm_i8_stream and its _finish; M <= 16 on sm_90,
+// GemmI8StreamArgs): the weight-streaming engine of jax_aiter_gemm_stream_q.hpp, K split across
+// blocks, the splits' int32 partials added (exactly) by the finish kernel, which scales them.
+//
 // Build: as gemm.kernel.cpp (nvcc -cubin -gencode=arch=compute_90a,code=sm_90a ...; clang++-22 -x
 // hip ... -nogpuinc).
 #include "jax_aiter/kernels/shared/gemm_i8.h"
 #include "jax_aiter_gemm_i8_tile.hpp"
+#include "jax_aiter_gemm_stream_q_families.hpp"
 #include "jax_aiter_gemm_wgmma_i8.hpp"
 
 namespace ja {
@@ -208,4 +213,32 @@ void jax_aiter_gemm_i8_finish(const void* acc, const void* a_scale, const void* 
   ja::wait_for_prior_grids();
   ja::allow_dependent_grids();
   ja::gemm_i8_finish(acc, a_scale, b_scale, bias, out, M, N);
+}
+
+// The decode kernels (sm_90; on AMD the symbols exist for the shared kernel table and trap: no
+// plan for a gfx arch takes them). Parameter lists: GemmI8StreamArgs, GemmI8StreamFinishArgs.
+JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::gemm_stream_q::kThreads, 2)
+void jax_aiter_gemm_i8_stream(const void* a, const void* b, const void* a_scale,
+                              const void* b_scale, const void* bias, void* out, void* partials,
+                              int M, int N, int K, int lda, int k_chunk, int splits) {
+  ja::wait_for_prior_grids();
+  ja::allow_dependent_grids();
+#if defined(__CUDACC__)
+  ja::stream_q::gemm_i8_stream(a, b, a_scale, b_scale, bias, out, partials, M, N, K, lda, k_chunk,
+                               splits);
+#else
+  ja::unsupported_here(a, b, a_scale, b_scale, bias, out, partials, M, N, K, lda, k_chunk, splits);
+#endif
+}
+
+JA_KERNEL_BOUNDED(jax_aiter::kernels::gemm_stream_q::kFinishThreads)
+void jax_aiter_gemm_i8_stream_finish(const void* partials, const void* a_scale, const void* b_scale,
+                                     const void* bias, void* out, int M, int N, int splits) {
+  ja::wait_for_prior_grids();
+  ja::allow_dependent_grids();
+#if defined(__CUDACC__)
+  ja::stream_q::gemm_i8_stream_finish(partials, a_scale, b_scale, bias, out, M, N, splits);
+#else
+  ja::unsupported_here(partials, a_scale, b_scale, bias, out, M, N, splits);
+#endif
 }

@@ -399,8 +399,11 @@ def add_plan_arguments(p) -> None:
 
 
 def _plan(p, args):
+    # M padded as gemm_fp4 pads it: only where AITER's kernels may run (_may_run_aiter), so a
+    # decode plan for sm_90 shows the streaming kernel M <= 16 takes there.
+    aiter = "gfx950" in (args.arch, (args.asm_arch or "").split(":")[0])
     return ("aiter.gemm_fp4", *describe(args.m, args.n, args.k, not args.plain_b, args.kernel,
-                                        args.splitk))
+                                        args.splitk, padded=aiter and args.tier != "portable"))
 
 
 # jax-aiter-plan's commands for this op (tools.py finds them): name -> (the options a call needs,

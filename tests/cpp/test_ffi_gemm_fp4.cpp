@@ -72,7 +72,7 @@ std::vector<unsigned char> shuffle_scale(const std::vector<unsigned char>& s, in
 struct Fp4Call {
   int64_t m, n, k;
   bool shuffled;
-  Array a, b_plain, b, sa_plain, sb_plain, a_scale, b_scale, out;
+  Array a, b_plain, b, sa_plain, sb_plain, a_scale, b_scale, out, workspace;
 
   Fp4Call(int64_t m_, int64_t n_, int64_t k_, uint64_t seed, bool shuffled_ = true)
       : m(m_),
@@ -86,7 +86,10 @@ struct Fp4Call {
         sb_plain(DType::kU8, {n_, k_ / 32}),
         a_scale(DType::kU8, {round_up(m_, 256), round_up(k_ / 32, 8)}),
         b_scale(DType::kU8, {round_up(n_, 256), round_up(k_ / 32, 8)}),
-        out(DType::kBF16, {m_, n_}) {
+        out(DType::kBF16, {m_, n_}),
+        // sized by the op's rule (the sm_90 decode kernel's partials; the host plans none)
+        workspace(DType::kU8,
+                  {std::max<int64_t>(jax_aiter::ops::stream_q_workspace_bytes(m_, n_), 1)}) {
     fake::Rng rng(seed);
     for (auto* arr : {&a, &b_plain}) {
       for (auto& byte : arr->bytes) byte = static_cast<unsigned char>(rng.uniform(0, 255.99));
@@ -109,6 +112,7 @@ struct Fp4Call {
     fake::add_arg(f, a_scale);
     fake::add_arg(f, b_scale);
     fake::add_ret(f, out);
+    fake::add_ret(f, workspace);
     add_dispatch_attrs(f, o, {"b_layout", shuffled ? "16x16" : "none"});
     return f;
   }
@@ -238,6 +242,44 @@ TEST(GemmFp4Decode, PlanRule) {
   EXPECT_EQ(plan.steps[0].launch.kernel->symbol, "jax_aiter_gemm_fp4_t16x64");
 }
 
+// On sm_90, decode with B shuffled takes the streaming kernel: grid (N / 16, 1, splits), split
+// only where N / 16 blocks leave compute units idle, the finish kernel then adding the workspace's
+// partial planes; plain B keeps the decode kernels.
+TEST(GemmFp4Decode, PlanRuleOnSm90) {
+  const ja::Target h100{ja::BackendKind::kCuda, ja::Arch::kSm90, 132};
+  const struct {
+    int64_t m, n, k;
+    bool shuffled;
+    std::string_view symbol;
+    uint32_t grid_x, grid_z;
+    uint32_t steps;
+  } cases[] = {{1, 4096, 4096, true, "jax_aiter_gemm_fp4_stream", 256, 1, 1},
+               {16, 1024, 8192, true, "jax_aiter_gemm_fp4_stream", 64, 2, 2},
+               {3, 512, 4096, true, "jax_aiter_gemm_fp4_stream", 32, 1, 1},  // 8 steps: one a warp
+               {16, 1024, 8192, false, "jax_aiter_gemm_fp4_d16", 64, 1, 1},
+               {17, 1024, 8192, true, "jax_aiter_gemm_fp4_t16x64", 16, 1, 1}};
+  for (const auto& cs : cases) {
+    Fp4Call c(cs.m, cs.n, cs.k, 3, cs.shuffled);
+    ops::GemmFp4Params p = decode_params(c);
+    ja::kernels::Plan plan;
+    plan.workspace_base = c.workspace.data();
+    ops::GemmFp4PortableTier::plan(p, h100, plan);
+    ASSERT_EQ(plan.count, cs.steps) << cs.m << "x" << cs.n;
+    const ja::kernels::Launch& l = plan.steps[0].launch;
+    EXPECT_EQ(l.kernel->symbol, cs.symbol) << cs.m << "x" << cs.n;
+    EXPECT_EQ(l.grid.x, cs.grid_x) << cs.m << "x" << cs.n;
+    EXPECT_EQ(l.grid.z, cs.grid_z) << cs.m << "x" << cs.n;
+    if (cs.grid_z > 1) {
+      EXPECT_EQ(plan.steps[1].launch.kernel->symbol, "jax_aiter_gemm_fp4_stream_finish");
+      EXPECT_LE(plan.workspace.total, ops::GemmFp4::workspace_bytes(p));
+      const auto a = l.args.unpack<ja::kernels::GemmFp4StreamArgs>();
+      EXPECT_EQ(a.splits, 2);
+      EXPECT_EQ(a.k_chunk, 4096);  // K values, whole 256-byte steps of a row
+      EXPECT_EQ(a.sb_stride, 256);
+    }
+  }
+}
+
 // The decode twin computes exactly its grid: one block column short leaves those 16 outputs of
 // each row unwritten (poisoned); the full grid then writes them all.
 TEST(GemmFp4Decode, TwinComputesItsGrid) {
@@ -325,6 +367,7 @@ ops::GemmFp4Params decode_params(Fp4Call& c) {
   p.a_scale = tensor(c.a_scale);
   p.b_scale = tensor(c.b_scale);
   p.out = tensor(c.out);
+  p.workspace = tensor(c.workspace);
   p.b_layout = c.shuffled && c.n % 16 == 0 ? "16x16" : "none";
   return p;
 }

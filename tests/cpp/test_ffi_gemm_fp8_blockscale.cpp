@@ -112,12 +112,14 @@ struct Fp8Call {
   }
 
   // The op's rule (GemmFp8Blockscale::workspace_bytes), restated: fp8gemm_blockscale's bias,
-  // FlatMM's transposed scales or the portable tier's split partials, the largest.
+  // FlatMM's transposed scales or the portable tier's split partials (w tile or decode), the
+  // largest.
   static int64_t workspace_for(int64_t m, int64_t n, int64_t k) {
     const int64_t splits =
         ops::kGemmFp8BlockscaleWgmmaOn ? ops::gemm_fp8_blockscale_max_split(m, n) : 1;
     return std::max({n * 4, std::max<int64_t>(k / 128, 1) * ((n + 127) / 128) * 4,
-                     splits > 1 ? splits * m * n * 4 : int64_t{0}});
+                     splits > 1 ? splits * m * n * 4 : int64_t{0},
+                     jax_aiter::ops::stream_q_workspace_bytes(m, n)});
   }
 
   fake::CallFrame frame(const Options& o) {
@@ -703,7 +705,26 @@ TEST(GemmFp8BlockscaleTiers, PlanToolShowsTheChosenPlanAndItsFamily) {
       plan_json<Op>(plan_call("f8_e4m3fn", 1, 4096, 4096, "bf16"), *plan_target("sm_90", 132));
   ASSERT_TRUE(sm90.ok());
   EXPECT_NE(sm90->find(R"("tier": "portable", "verdict": "taken")"), std::string::npos) << *sm90;
-  EXPECT_NE(sm90->find("jax_aiter_gemm_fp8_blockscale_t16x128"), std::string::npos) << *sm90;
+  // Decode on sm_90: the streaming kernel, a block per 16 rows, unsplit (256 blocks, 132 SMs).
+  EXPECT_NE(sm90->find("jax_aiter_gemm_fp8_blockscale_stream"), std::string::npos) << *sm90;
+  EXPECT_NE(sm90->find(R"("grid": [256, 1, 1])"), std::string::npos) << *sm90;
+  EXPECT_EQ(sm90->find("stream_finish"), std::string::npos) << *sm90;
+  // N = 512: 32 blocks, so K is split, 2 ways (16 steps of 256 bytes: at least one a warp of a
+  // split), and the finish kernel adds the partial planes in order.
+  auto split =
+      plan_json<Op>(plan_call("f8_e4m3fn", 3, 512, 4096, "f16"), *plan_target("sm_90", 132));
+  ASSERT_TRUE(split.ok());
+  EXPECT_NE(split->find(R"("grid": [32, 1, 2])"), std::string::npos) << *split;
+  EXPECT_NE(split->find("jax_aiter_gemm_fp8_blockscale_stream_finish"), std::string::npos)
+      << *split;
+  EXPECT_NE(split->find(R"({"name": "splits", "offset": 68, "size": 4, "value": 2})"),
+            std::string::npos)
+      << *split;
+  // M = 17: the t16x128 tile.
+  auto tile =
+      plan_json<Op>(plan_call("f8_e4m3fn", 17, 4096, 4096, "bf16"), *plan_target("sm_90", 132));
+  ASSERT_TRUE(tile.ok());
+  EXPECT_NE(tile->find("jax_aiter_gemm_fp8_blockscale_t16x128"), std::string::npos) << *tile;
 }
 
 // ---- bad input --------------------------------------------------------------------------------
@@ -744,7 +765,7 @@ TEST(GemmFp8BlockscaleErrors, EveryOperandIsNamed) {
                     }),
                     {"operand out:", "expected bf16[8,256] or f16[8,256]", "got f32[8,256]"}));
   EXPECT_TRUE(Fails(with([](Fp8Call& c) { c.workspace = Array(DType::kU8, {100}); }),
-                    {"operand workspace:", "expected u8[>= 1024]", "got u8[100]"}));
+                    {"operand workspace:", "expected u8[>= 65536]", "got u8[100]"}));
   {
     Fp8Call c(8, 120, 256, 1);
     EXPECT_TRUE(Fails(c.call(), {"operand b:", "N=120 is not a multiple of 16"}));

@@ -348,13 +348,24 @@ TEST(GemmI8Tiers, PlanToolShowsTheChosenPlan) {
   auto sm90 = ja::ffi::plan_json<ops::GemmI8>(call, *ja::ffi::plan_target("sm_90", 132));
   ASSERT_TRUE(sm90.ok());
   EXPECT_NE(sm90->find(R"("tier": "portable", "verdict": "taken")"), std::string::npos) << *sm90;
-  // Decode on 132 SMs: 32 blocks, so K is split 16 ways (256 each) into the int32 accumulator.
-  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_split_t16x128"), std::string::npos) << *sm90;
-  EXPECT_NE(sm90->find(R"("grid": [32, 1, 16])"), std::string::npos) << *sm90;
-  EXPECT_NE(sm90->find(R"({"memset": {"what": "acc", "dst": "workspace.acc", "bytes": 16384)"),
+  // Decode on sm_90: the streaming kernel, a block per 16 rows of b (256 blocks for 132 SMs:
+  // unsplit, no accumulator to clear).
+  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_stream"), std::string::npos) << *sm90;
+  EXPECT_NE(sm90->find(R"("grid": [256, 1, 1])"), std::string::npos) << *sm90;
+  EXPECT_EQ(sm90->find("memset"), std::string::npos) << *sm90;
+  EXPECT_EQ(sm90->find("_finish"), std::string::npos) << *sm90;
+  // A forced split keeps the mma tile: 32 blocks, K split 16 ways (256 each) into the int32
+  // accumulator.
+  std::string forced = call;
+  forced.replace(forced.find(R"("b_layout": "16x16")"), 19, R"("b_layout": "16x16", "splitk": 16)");
+  auto split = ja::ffi::plan_json<ops::GemmI8>(forced, *ja::ffi::plan_target("sm_90", 132));
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_NE(split->find("jax_aiter_gemm_i8_split_t16x128"), std::string::npos) << *split;
+  EXPECT_NE(split->find(R"("grid": [32, 1, 16])"), std::string::npos) << *split;
+  EXPECT_NE(split->find(R"({"memset": {"what": "acc", "dst": "workspace.acc", "bytes": 16384)"),
             std::string::npos)
-      << *sm90;
-  EXPECT_NE(sm90->find("jax_aiter_gemm_i8_finish"), std::string::npos) << *sm90;
+      << *split;
+  EXPECT_NE(split->find("jax_aiter_gemm_i8_finish"), std::string::npos) << *split;
 }
 
 // ---- bad input --------------------------------------------------------------------------------
@@ -398,7 +409,7 @@ TEST(GemmI8Errors, EveryOperandIsNamed) {
                     }),
                     {"operand out:", "expected bf16[8,128]", "got f32[8,128]"}));
   EXPECT_TRUE(Fails(with([](I8Call& c) { c.workspace = Array(DType::kU8, {100}); }),
-                    {"operand workspace:", "expected u8[>= 4096]", "got u8[100]"}));
+                    {"operand workspace:", "expected u8[>= 32768]", "got u8[100]"}));
   {
     I8Call c(8, 120, 128, false, 1);
     EXPECT_TRUE(Fails(c.call(), {"operand b:", "N=120 is not a multiple of 16"}));

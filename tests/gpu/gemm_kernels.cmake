@@ -27,3 +27,13 @@ target_link_libraries(cuda_gemm_fp8bs_kernels PRIVATE jax_aiter::jax_aiter CUDA:
 jax_aiter_compile_kernels(_gemm_fp8bs_cubin gemm_fp8_blockscale.kernel.cpp sm_90)
 add_custom_target(cuda_gemm_fp8bs_kernels_cubins DEPENDS ${_gemm_fp8bs_cubin})
 add_dependencies(cuda_gemm_fp8bs_kernels cuda_gemm_fp8bs_kernels_cubins)
+
+# The quantized GEMMs' decode kernels (tests/gpu/cuda_gemm_stream_q_kernels.cpp), run as
+#   cuda_gemm_stream_q_kernels jax_aiter_kernels/gemm_fp8_blockscale.sm_90.cubin
+#       jax_aiter_kernels/gemm_i8.sm_90.cubin jax_aiter_kernels/gemm_fp4.sm_90.cubin [check|bench|all]
+add_executable(cuda_gemm_stream_q_kernels ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_stream_q_kernels.cpp)
+target_link_libraries(cuda_gemm_stream_q_kernels PRIVATE jax_aiter::jax_aiter CUDA::cuda_driver)
+jax_aiter_compile_kernels(_gemm_fp4_cubin gemm_fp4.kernel.cpp sm_90)
+add_custom_target(cuda_gemm_stream_q_kernels_cubins
+                  DEPENDS ${_gemm_fp8bs_cubin} ${_gemm_i8_cubin} ${_gemm_fp4_cubin})
+add_dependencies(cuda_gemm_stream_q_kernels cuda_gemm_stream_q_kernels_cubins)

@@ -296,7 +296,9 @@ def _plan_cli(*argv):
 
 @pytest.mark.parametrize("op,arch,symbol", [
     ("gemm_i8", "gfx942", "_ZN5aiter"),                  # an i8gemm row
-    ("gemm_i8", "sm_90", "jax_aiter_gemm_i8_split_t16x128"),
+    ("gemm_i8", "sm_90", "jax_aiter_gemm_i8_stream"),
+    ("gemm_fp8_blockscale", "sm_90", "jax_aiter_gemm_fp8_blockscale_stream"),
+    ("gemm_fp4", "sm_90", "jax_aiter_gemm_fp4_stream"),
     ("gemm_fp8_blockscale", "gfx942", "fp8gemm_bf16_blockscale_BpreShuffle"),
     ("gemm_fp8_mi350", "gfx950", "f8_block_scale_mi350_x32"),
     ("flatmm_fp8", "gfx942", "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32"),

@@ -11,6 +11,7 @@
 
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/gemm_fp4.h"
+#include "jax_aiter/kernels/shared/gemm_stream_q.h"
 
 namespace jax_aiter::kernels {
 
@@ -87,5 +88,64 @@ inline constexpr GemmFp4Decode kDecodes[] = {JAX_AITER_GEMM_FP4_DECODE(JA_GEMM_F
 // Smallest BM first (the portable rule picks the first with BM >= M).
 inline constexpr std::span<const GemmFp4Decode> kGemmFp4Decodes = gemm_fp4_detail::kDecodes;
 static_assert(kGemmFp4Decodes[0].bm == 4 && kGemmFp4Decodes[1].bm == 16);
+
+// The sm_90 decode kernel (M <= 16, B shuffled; kernels/shared/gemm_stream_q.h): grid (N / 16,
+// 1, splits), block gemm_stream_q::kThreads, fp8 tensor cores. With one split it writes out; with
+// more, split z's f32 sums go to partials plane z ([splits, M, N]) and
+// jax_aiter_gemm_fp4_stream_finish adds them.
+struct GemmFp4StreamArgs {
+  const void* a;  // as GemmFp4Args (b shuffled (16, 16))
+  const void* b;
+  const void* a_scale;
+  const void* b_scale;
+  void* out;
+  void* partials;  // f32 [splits, M, N] (null with one split)
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t sb_stride;  // b_scale's padded row (a_scale's rows 0..15 need none)
+  int32_t k_chunk;    // K (values) of a split, a multiple of 2 gemm_stream_q::kStepBytes
+  int32_t splits;
+};
+static_assert(offsetof(GemmFp4StreamArgs, M) == 48 && sizeof(GemmFp4StreamArgs) == 80);
+
+inline constexpr std::array kGemmFp4StreamFields{
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, a),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, b),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, a_scale),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, b_scale),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, out),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, partials),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, K),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, lda),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, sb_stride),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, k_chunk),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamArgs, splits),
+};
+
+// out[m, n] = sum over z (in order) of partials[z, m, n] as bf16: one element a thread, block
+// gemm_stream_q::kFinishThreads.
+struct GemmFp4StreamFinishArgs {
+  const void* partials;
+  void* out;
+  int32_t M, N;
+  int32_t splits;
+};
+static_assert(sizeof(GemmFp4StreamFinishArgs) == 32);
+
+inline constexpr std::array kGemmFp4StreamFinishFields{
+    JAX_AITER_ARG_FIELD(GemmFp4StreamFinishArgs, partials),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamFinishArgs, out),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamFinishArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamFinishArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp4StreamFinishArgs, splits),
+};
+
+inline constexpr KernelInfo kGemmFp4Stream{kGemmFp4CodeObject, "jax_aiter_gemm_fp4_stream",
+                                           sizeof(GemmFp4StreamArgs), kGemmFp4StreamFields};
+inline constexpr KernelInfo kGemmFp4StreamFinish{
+    kGemmFp4CodeObject, "jax_aiter_gemm_fp4_stream_finish", sizeof(GemmFp4StreamFinishArgs),
+    kGemmFp4StreamFinishFields};
 
 }  // namespace jax_aiter::kernels

@@ -12,6 +12,7 @@
 
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/gemm_fp8_blockscale.h"
+#include "jax_aiter/kernels/shared/gemm_stream_q.h"
 
 namespace jax_aiter::kernels {
 
@@ -158,5 +159,67 @@ static_assert(kGemmFp8BlockscaleTiles.back().split_kernel.symbol ==
               "jax_aiter_gemm_fp8_blockscale_split_w128x256");
 static_assert(kGemmFp8BlockscaleTiles.back().split_kernel.dynamic_shared ==
               gemm_fp8_blockscale::kWgmmaSmemBytes);
+
+// The decode kernel (M <= 16, sm_90; kernels/shared/gemm_stream_q.h): grid (N / 16, 1, splits),
+// block gemm_stream_q::kThreads. With one split it writes out; with more, split z's f32 sums go
+// to partials plane z ([splits, M, N]) and jax_aiter_gemm_fp8_blockscale_stream_finish adds them.
+struct GemmFp8BlockscaleStreamArgs {
+  const void* a;  // as GemmFp8BlockscaleArgs
+  const void* b;
+  const void* a_scale;
+  const void* b_scale;
+  void* out;
+  void* partials;  // f32 [splits, M, N] (null with one split)
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t k_chunk;  // K of a split, a multiple of gemm_stream_q::kStepBytes
+  int32_t splits;
+  int32_t out_f16;
+};
+static_assert(offsetof(GemmFp8BlockscaleStreamArgs, M) == 48 &&
+              sizeof(GemmFp8BlockscaleStreamArgs) == 80);
+
+inline constexpr std::array kGemmFp8BlockscaleStreamFields{
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, a),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, b),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, a_scale),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, b_scale),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, out),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, partials),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, K),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, lda),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, k_chunk),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, splits),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, out_f16),
+};
+
+// out[m, n] = sum over z (in order) of partials[z, m, n], as bf16 or f16: one element a thread,
+// block gemm_stream_q::kFinishThreads.
+struct GemmFp8BlockscaleStreamFinishArgs {
+  const void* partials;
+  void* out;
+  int32_t M, N;
+  int32_t splits;
+  int32_t out_f16;
+};
+static_assert(sizeof(GemmFp8BlockscaleStreamFinishArgs) == 32);
+
+inline constexpr std::array kGemmFp8BlockscaleStreamFinishFields{
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, partials),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, out),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, M),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, N),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, splits),
+    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, out_f16),
+};
+
+inline constexpr KernelInfo kGemmFp8BlockscaleStream{
+    kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_stream",
+    sizeof(GemmFp8BlockscaleStreamArgs), kGemmFp8BlockscaleStreamFields};
+inline constexpr KernelInfo kGemmFp8BlockscaleStreamFinish{
+    kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_stream_finish",
+    sizeof(GemmFp8BlockscaleStreamFinishArgs), kGemmFp8BlockscaleStreamFinishFields};
 
 }  // namespace jax_aiter::kernels

@@ -11,6 +11,7 @@
 
 #include "jax_aiter/kernels/kernel.hpp"
 #include "jax_aiter/kernels/shared/gemm_i8.h"
+#include "jax_aiter/kernels/shared/gemm_stream_q.h"
 
 namespace jax_aiter::kernels {
 
@@ -110,5 +111,64 @@ inline constexpr std::span<const GemmI8Tile> kGemmI8Tiles = gemm_i8_detail::kTil
 static_assert(kGemmI8Tiles[0].kernel.symbol == "jax_aiter_gemm_i8_t128x128");
 static_assert(kGemmI8Tiles[0].kernel.dynamic_shared == 0);
 static_assert(kGemmI8Tiles.back().split_kernel.dynamic_shared == gemm_i8::kWgmmaSmemBytes);
+
+// The decode kernel (M <= 16, sm_90; kernels/shared/gemm_stream_q.h): grid (N / 16, 1, splits),
+// block gemm_stream_q::kThreads. With one split it writes out (scaled, + bias); with more, split
+// z's exact int32 sums go to partials plane z ([splits, M, N]) and
+// jax_aiter_gemm_i8_stream_finish adds them and scales.
+struct GemmI8StreamArgs {
+  const void* a;  // as GemmI8Args
+  const void* b;
+  const void* a_scale;
+  const void* b_scale;
+  const void* bias;  // or null
+  void* out;
+  void* partials;  // int32 [splits, M, N] (null with one split)
+  int32_t M, N, K;
+  int32_t lda;
+  int32_t k_chunk;  // K of a split, a multiple of gemm_stream_q::kStepBytes
+  int32_t splits;
+};
+static_assert(offsetof(GemmI8StreamArgs, M) == 56 && sizeof(GemmI8StreamArgs) == 80);
+
+inline constexpr std::array kGemmI8StreamFields{
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, a),        JAX_AITER_ARG_FIELD(GemmI8StreamArgs, b),
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, a_scale),  JAX_AITER_ARG_FIELD(GemmI8StreamArgs, b_scale),
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, bias),     JAX_AITER_ARG_FIELD(GemmI8StreamArgs, out),
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, partials), JAX_AITER_ARG_FIELD(GemmI8StreamArgs, M),
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, N),        JAX_AITER_ARG_FIELD(GemmI8StreamArgs, K),
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, lda),      JAX_AITER_ARG_FIELD(GemmI8StreamArgs, k_chunk),
+    JAX_AITER_ARG_FIELD(GemmI8StreamArgs, splits),
+};
+
+// out = (sum over z in order of partials[z]) * a_scale[m] * b_scale[n] (+ bias[n]) as bf16: one
+// element a thread, block gemm_stream_q::kFinishThreads.
+struct GemmI8StreamFinishArgs {
+  const void* partials;  // int32 [splits, M, N]
+  const void* a_scale;
+  const void* b_scale;
+  const void* bias;  // or null
+  void* out;
+  int32_t M, N;
+  int32_t splits;
+};
+static_assert(offsetof(GemmI8StreamFinishArgs, M) == 40 && sizeof(GemmI8StreamFinishArgs) == 56);
+
+inline constexpr std::array kGemmI8StreamFinishFields{
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, partials),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, a_scale),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, b_scale),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, bias),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, out),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, M),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, N),
+    JAX_AITER_ARG_FIELD(GemmI8StreamFinishArgs, splits),
+};
+
+inline constexpr KernelInfo kGemmI8Stream{kGemmI8CodeObject, "jax_aiter_gemm_i8_stream",
+                                          sizeof(GemmI8StreamArgs), kGemmI8StreamFields};
+inline constexpr KernelInfo kGemmI8StreamFinish{
+    kGemmI8CodeObject, "jax_aiter_gemm_i8_stream_finish", sizeof(GemmI8StreamFinishArgs),
+    kGemmI8StreamFinishFields};
 
 }  // namespace jax_aiter::kernels

@@ -23,7 +23,10 @@ struct GemmFp4 {
                                                 /*powers_of_two=*/true));
     return gemm_fp4_detail::check(p);
   }
-  // No workspace: no tier needs scratch (no bias stand-in: C is null with beta = 0).
+  // Sized before any device is known: the portable decode kernel's split partials (M <= 16,
+  // ops/gemm_stream_q_rule.hpp); AITER's kernels need none (no bias stand-in: C is null with
+  // beta = 0).
+  static int64_t workspace_bytes(const Params& p) { return stream_q_workspace_bytes(p.m(), p.n()); }
 };
 
 }  // namespace jax_aiter::ops

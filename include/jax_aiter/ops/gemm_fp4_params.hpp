@@ -30,11 +30,12 @@ namespace jax_aiter::ops {
 inline constexpr std::string_view kGemmFp4Name = "aiter.gemm_fp4";
 
 struct GemmFp4Params {
-  Tensor a;        // u8 (fp4x2) [M, K/2]
-  Tensor b;        // u8 (fp4x2) [N, K/2], shuffled or plain as b_layout says
-  Tensor a_scale;  // u8 / e8m0 [roundup(M,256), roundup(K/32,8)], e8m0_shuffle layout
-  Tensor b_scale;  // u8 / e8m0 [roundup(N,256), roundup(K/32,8)], e8m0_shuffle layout
-  Tensor out;      // bf16 [M, N]
+  Tensor a;          // u8 (fp4x2) [M, K/2]
+  Tensor b;          // u8 (fp4x2) [N, K/2], shuffled or plain as b_layout says
+  Tensor a_scale;    // u8 / e8m0 [roundup(M,256), roundup(K/32,8)], e8m0_shuffle layout
+  Tensor b_scale;    // u8 / e8m0 [roundup(N,256), roundup(K/32,8)], e8m0_shuffle layout
+  Tensor out;        // bf16 [M, N]
+  Tensor workspace;  // u8, GemmFp4::workspace_bytes (the sm_90 decode kernel's split partials)
   // The layout b is in, as the caller states it (Python: a ShuffledWeight's layout, or "none"
   // for a plain array): "16x16" or "none". Required, so neither is taken for the other.
   std::string_view b_layout;

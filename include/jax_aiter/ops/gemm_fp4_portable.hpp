@@ -1,7 +1,11 @@
 // The portable tier of aiter.gemm_fp4: our own kernels (kernels/gemm_fp4.hpp) on every arch, for
 // every call the ASM tier does not take (not gfx950, K % 256 != 0, M % 32 != 0, sm_90, ...).
 //
-// The rule: decode calls (1 <= M <= kGemmFp4DecodeMaxM = 16, B 16-byte aligned) take the
+// The rule: decode calls on sm_90 (M <= 16, B shuffled, a and b 16-byte aligned) take the
+// weight-streaming kernel jax_aiter_gemm_fp4_stream (fp8 tensor cores, e2m1 read as e4m3; a block
+// per 16 rows of B, K split by ops/gemm_stream_q_rule.hpp, the splits' f32 partials added in split
+// order by jax_aiter_gemm_fp4_stream_finish; each 32-block's sum scaled and added in float). Other
+// decode calls (1 <= M <= kGemmFp4DecodeMaxM = 16, B 16-byte aligned) take the
 // weight-streaming decode kernel with the smallest BM >= M (d4 for M <= 4, d16 for M <= 16): grid
 // (ceil(N / 16), 1), a block per 16 rows of B over all of K, K split into 16 interleaved slices
 // inside the block and summed in slice order in shared memory (no workspace, no atomics; the same
@@ -15,12 +19,14 @@
 #include <string_view>
 #include <utility>  // std::in_range, which core/narrow.hpp uses
 
+#include "jax_aiter/core/arch.hpp"
 #include "jax_aiter/core/narrow.hpp"
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_fp4.hpp"
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_fp4_params.hpp"
+#include "jax_aiter/ops/gemm_stream_q_rule.hpp"
 
 namespace jax_aiter::ops {
 
@@ -57,7 +63,56 @@ struct GemmFp4PortableTier {
     return portable_takes_knobs(p.aiter);
   }
 
-  static void plan(const GemmFp4Params& p, const Target&, kernels::Plan& plan) {
+  // Decode on sm_90: the streaming kernel (B shuffled; its loads' alignment).
+  static bool streams(const GemmFp4Params& p, const Target& t) {
+    return t.arch == Arch::kSm90 && p.m() <= kStreamQMaxM && p.b_shuffled() &&
+           reinterpret_cast<uintptr_t>(p.a.data) % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(p.b.data) % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(p.a_scale.data) % 8 == 0 &&
+           reinterpret_cast<uintptr_t>(p.b_scale.data) % 4 == 0;
+  }
+
+  static void plan_stream(const GemmFp4Params& p, const Target& t, kernels::Plan& plan) {
+    namespace S = kernels::gemm_stream_q;
+    const int64_t m = p.m(), n = p.n(), k = p.k();
+    const StreamQSplit s = choose_stream_q_split(n, k / 2, t.compute_units);
+    void* partials =
+        s.splits > 1 ? plan.piece(plan.workspace.add("partials", s.splits * m * n * 4)) : nullptr;
+    const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n);
+    const kernels::GemmFp4StreamArgs args{p.a.data,
+                                          p.b.data,
+                                          p.a_scale.data,
+                                          p.b_scale.data,
+                                          p.out.data,
+                                          partials,
+                                          m32,
+                                          n32,
+                                          static_cast<int32_t>(k),
+                                          static_cast<int32_t>(k / 2),
+                                          static_cast<int32_t>(p.b_scale.dims[1]),
+                                          static_cast<int32_t>(2 * s.k_chunk),
+                                          static_cast<int32_t>(s.splits)};
+    plan.launch(
+        kernels::kGemmFp4Stream,
+        {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(s.splits)},
+        {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+    if (s.splits > 1) {
+      const kernels::GemmFp4StreamFinishArgs finish{partials, p.out.data, m32, n32,
+                                                    static_cast<int32_t>(s.splits)};
+      plan.launch(kernels::kGemmFp4StreamFinish,
+                  {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
+                  {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, finish);
+    }
+    plan.note("tile_m", S::kMaxM);
+    plan.note("tile_n", S::kRows);
+    plan.note("split", s.splits);
+  }
+
+  static void plan(const GemmFp4Params& p, const Target& t, kernels::Plan& plan) {
+    if (streams(p, t)) {
+      plan_stream(p, t, plan);
+      return;
+    }
     const int64_t m = p.m(), n = p.n(), k = p.k();
     const kernels::GemmFp4Args args{p.a.data,
                                     p.b.data,

@@ -46,9 +46,9 @@ struct GemmFp8Blockscale {
 
   // Sized before any device is known, for whichever tier runs: fp8gemm_blockscale's zeroed
   // stand-in bias (f32 [N]), flatmm's transposed b_scale (f32 [K/128, N/128]) or the portable
-  // tier's split partials (f32 [splits, M, N], sm_90's w tile while kGemmFp8BlockscaleWgmmaOn;
-  // none when the shape never splits: gemm_fp8_blockscale_max_split), each the plan's one
-  // workspace piece; mi350 needs none.
+  // tier's split partials (f32 [splits, M, N]: sm_90's w tile while kGemmFp8BlockscaleWgmmaOn,
+  // none when the shape never splits, gemm_fp8_blockscale_max_split; the decode kernel's, M <= 16,
+  // ops/gemm_stream_q_rule.hpp), each the plan's one workspace piece; mi350 needs none.
   static int64_t workspace_bytes(const Params& p) {
     kernels::WorkspaceLayout bias, scales, partials;
     bias.add("zero_bias", p.n() * 4);
@@ -56,7 +56,8 @@ struct GemmFp8Blockscale {
     const int64_t splits =
         kGemmFp8BlockscaleWgmmaOn ? gemm_fp8_blockscale_max_split(p.m(), p.n()) : 1;
     if (splits > 1) partials.add("partials", splits * p.m() * p.n() * 4);
-    return std::max({bias.total, scales.total, partials.total});
+    return std::max(
+        {bias.total, scales.total, partials.total, stream_q_workspace_bytes(p.m(), p.n())});
   }
 };
 

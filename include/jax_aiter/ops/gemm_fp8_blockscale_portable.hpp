@@ -9,11 +9,16 @@
 // kGemmFp8BlockscaleWgmmaTile, K split only within one wave (blocks x splits <= compute units, the
 // bf16 and INT8 w tiles' rule), at most gemm_fp8_blockscale_max_split(M, N) ways, each split at
 // least 4 scale blocks long: the splits store f32 slices and jax_aiter_gemm_fp8_blockscale_finish
-// adds them in split order and rounds once (the same bits every run). Otherwise the mma tile with
-// the largest BM not above M (mma tiles are listed largest first; M below every BM takes the
-// smallest), one launch, no K split, so the output is rounded once. A forced split (splitk 2..16)
-// is refused: the split is the rule's. The kernels read fp8 as the target reads it
-// (ops/fp8_format.hpp: e4m3fnuz on gfx942, e4m3fn on gfx950 and sm_90, either on the host).
+// adds them in split order and rounds once (the same bits every run). Decode calls on sm_90
+// (M <= 16, a and b 16-byte aligned) take the weight-streaming kernel
+// (jax_aiter_gemm_fp8_blockscale_stream: a block per 16 rows of b, K split by
+// ops/gemm_stream_q_rule.hpp, the splits' f32 partials added in split order by
+// jax_aiter_gemm_fp8_blockscale_stream_finish and rounded once; the same block-scale fold).
+// Otherwise the mma tile with the largest BM not above M (mma tiles are listed largest first; M
+// below every BM takes the smallest), one launch, no K split, so the output is rounded once. A
+// forced split (splitk 2..16) is refused: the split is the rule's. The kernels read fp8 as the
+// target reads it (ops/fp8_format.hpp: e4m3fnuz on gfx942, e4m3fn on gfx950 and sm_90, either on
+// the host).
 #pragma once
 
 #include <algorithm>
@@ -28,6 +33,7 @@
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/gemm_fp8_blockscale_params.hpp"
+#include "jax_aiter/ops/gemm_stream_q_rule.hpp"
 
 namespace jax_aiter::ops {
 
@@ -115,8 +121,56 @@ struct GemmFp8BlockscalePortableTier {
                                                kGemmFp8BlockscaleWgmmaOn && t.arch == Arch::kSm90);
   }
 
-  static void plan(const GemmFp8BlockscaleParams& p, const Target&, const Choice& c,
+  // Decode on sm_90: the streaming kernel (16-byte loads of both operands).
+  static bool streams(const GemmFp8BlockscaleParams& p, const Target& t) {
+    return t.arch == Arch::kSm90 && p.m() <= kStreamQMaxM &&
+           reinterpret_cast<uintptr_t>(p.a.data) % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(p.b.data) % 16 == 0;
+  }
+
+  static void plan_stream(const GemmFp8BlockscaleParams& p, const Target& t, kernels::Plan& plan) {
+    namespace S = kernels::gemm_stream_q;
+    const int64_t m = p.m(), n = p.n(), k = p.k();
+    const StreamQSplit s = choose_stream_q_split(n, k, t.compute_units);
+    void* partials =
+        s.splits > 1 ? plan.piece(plan.workspace.add("partials", s.splits * m * n * 4)) : nullptr;
+    const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n);
+    const int32_t out_f16 = p.out.dtype == DType::kF16 ? 1 : 0;
+    const kernels::GemmFp8BlockscaleStreamArgs args{p.a.data,
+                                                    p.b.data,
+                                                    p.a_scale.data,
+                                                    p.b_scale.data,
+                                                    p.out.data,
+                                                    partials,
+                                                    m32,
+                                                    n32,
+                                                    static_cast<int32_t>(k),
+                                                    static_cast<int32_t>(k),
+                                                    static_cast<int32_t>(s.k_chunk),
+                                                    static_cast<int32_t>(s.splits),
+                                                    out_f16};
+    plan.launch(
+        kernels::kGemmFp8BlockscaleStream,
+        {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(s.splits)},
+        {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+    if (s.splits > 1) {
+      const kernels::GemmFp8BlockscaleStreamFinishArgs finish{
+          partials, p.out.data, m32, n32, static_cast<int32_t>(s.splits), out_f16};
+      plan.launch(kernels::kGemmFp8BlockscaleStreamFinish,
+                  {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
+                  {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, finish);
+    }
+    plan.note("tile_m", S::kMaxM);
+    plan.note("tile_n", S::kRows);
+    plan.note("split", s.splits);
+  }
+
+  static void plan(const GemmFp8BlockscaleParams& p, const Target& t, const Choice& c,
                    kernels::Plan& plan) {
+    if (streams(p, t)) {
+      plan_stream(p, t, plan);
+      return;
+    }
     const int64_t m = p.m(), n = p.n(), k = p.k();
     const kernels::GemmFp8BlockscaleTile& tile = kernels::kGemmFp8BlockscaleTiles[c.tile];
     const kernels::Dim3 grid{static_cast<uint32_t>(ceil_div(n, tile.bn)),

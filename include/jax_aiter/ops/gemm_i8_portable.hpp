@@ -14,6 +14,10 @@
 // (more splits than K steps, or an accumulator past kGemmI8AccCap); a forced AITER kernel is not
 // ours to run. The splits add exact int32 sums into the accumulator (integer addition: the same
 // bits in any order) and jax_aiter_gemm_i8_finish applies the scales and bias once.
+// Decode calls on sm_90 (M <= 16, no forced split, a and b 16-byte aligned) take the
+// weight-streaming kernel instead (jax_aiter_gemm_i8_stream: a block per 16 rows of b, K split by
+// ops/gemm_stream_q_rule.hpp into int32 partial planes that jax_aiter_gemm_i8_stream_finish adds
+// and scales; no memset).
 #pragma once
 
 #include <algorithm>
@@ -28,6 +32,7 @@
 #include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_i8_params.hpp"
+#include "jax_aiter/ops/gemm_stream_q_rule.hpp"
 
 namespace jax_aiter::ops {
 
@@ -56,6 +61,7 @@ struct GemmI8PortableChoice {
   size_t tile = 0;  // index into kernels::kGemmI8Tiles
   int64_t splits = 1;
   int64_t k_chunk = 0;
+  bool stream = false;  // the decode kernel (tile unused; splits, k_chunk its own)
 };
 
 // wgmma: take the w tile where M allows (sm_90 only: elsewhere it runs t128x128's tile, no better).
@@ -119,6 +125,12 @@ struct GemmI8PortableTier {
     const int64_t m = p.m(), n = p.n(), k = p.k();
     const auto requested = p.aiter.split();
     if (const Verdict v = portable_takes_knobs(p.aiter, kGemmI8MaxSplit); !v.ok()) return v;
+    if (t.arch == Arch::kSm90 && m <= kStreamQMaxM && !requested &&
+        reinterpret_cast<uintptr_t>(p.a.data) % 16 == 0 &&
+        reinterpret_cast<uintptr_t>(p.b.data) % 16 == 0) {
+      const StreamQSplit s = choose_stream_q_split(n, k, t.compute_units);
+      return Choice{0, s.splits, s.k_chunk, true};
+    }
     if (requested && *requested > 1 && !gemm_i8_acc_fits(m, n)) {
       return Verdict::no(
           "splitk {}: the int32 accumulator of a split call, {} x {} x 4 bytes, "
@@ -135,10 +147,57 @@ struct GemmI8PortableTier {
   }
 
   static int64_t workspace_bytes(const GemmI8Params& p) {
-    return gemm_i8_acc_fits(p.m(), p.n()) ? p.m() * p.n() * 4 : 0;
+    return std::max(gemm_i8_acc_fits(p.m(), p.n()) ? p.m() * p.n() * 4 : 0,
+                    stream_q_workspace_bytes(p.m(), p.n()));
+  }
+
+  static void plan_stream(const GemmI8Params& p, const Choice& c, kernels::Plan& plan) {
+    namespace S = kernels::gemm_stream_q;
+    const int64_t m = p.m(), n = p.n(), k = p.k();
+    void* partials =
+        c.splits > 1 ? plan.piece(plan.workspace.add("partials", c.splits * m * n * 4)) : nullptr;
+    const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n);
+    const void* bias = p.bias ? p.bias->data : nullptr;
+    const kernels::GemmI8StreamArgs args{p.a.data,
+                                         p.b.data,
+                                         p.a_scale.data,
+                                         p.b_scale.data,
+                                         bias,
+                                         p.out.data,
+                                         partials,
+                                         m32,
+                                         n32,
+                                         static_cast<int32_t>(k),
+                                         static_cast<int32_t>(k),
+                                         static_cast<int32_t>(c.k_chunk),
+                                         static_cast<int32_t>(c.splits)};
+    plan.launch(
+        kernels::kGemmI8Stream,
+        {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(c.splits)},
+        {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+    if (c.splits > 1) {
+      const kernels::GemmI8StreamFinishArgs finish{partials,
+                                                   p.a_scale.data,
+                                                   p.b_scale.data,
+                                                   bias,
+                                                   p.out.data,
+                                                   m32,
+                                                   n32,
+                                                   static_cast<int32_t>(c.splits)};
+      plan.launch(kernels::kGemmI8StreamFinish,
+                  {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
+                  {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, finish);
+    }
+    plan.note("tile_m", S::kMaxM);
+    plan.note("tile_n", S::kRows);
+    plan.note("split", c.splits);
   }
 
   static void plan(const GemmI8Params& p, const Target&, const Choice& c, kernels::Plan& plan) {
+    if (c.stream) {
+      plan_stream(p, c, plan);
+      return;
+    }
     const int64_t m = p.m(), n = p.n(), k = p.k();
     const kernels::GemmI8Tile& tile = kernels::kGemmI8Tiles[c.tile];
     const kernels::Dim3 grid{static_cast<uint32_t>(ceil_div(n, tile.bn)),
