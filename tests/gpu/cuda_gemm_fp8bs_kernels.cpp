@@ -42,7 +42,7 @@
 #include "jax_aiter/kernels/shared/aiter_i8gemm.h"
 #include "jax_aiter/ops/gemm_fp8_blockscale_portable.hpp"
 
-#include "cuda_check.hpp"
+#include "cuda_kernel_launch.hpp"
 
 namespace {
 
@@ -50,77 +50,6 @@ namespace jk = jax_aiter::kernels;
 namespace L = jax_aiter::kernels::aiter_i8gemm;
 namespace F = jax_aiter::kernels::gemm_fp8_blockscale;
 constexpr int kBlock = F::kScaleBlock;
-int g_pass = 0, g_fail = 0;
-
-void verdict(bool ok, const std::string& what) {
-  (ok ? g_pass : g_fail)++;
-  if (!ok || std::getenv("VERBOSE")) std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-}
-
-double half_bits_to_double(uint16_t h, bool f16) {
-  if (!f16) {
-    const uint32_t u = uint32_t{h} << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  const int e = (h >> 10) & 31, m = h & 1023;
-  const double s = (h >> 15) ? -1.0 : 1.0;
-  if (e == 31) return m ? NAN : s * INFINITY;
-  return e == 0 ? s * std::ldexp(m, -24) : s * std::ldexp(1024 + m, e - 25);
-}
-
-struct Kernel {
-  CUfunction f = nullptr;
-  std::string symbol;
-  size_t arg_bytes = 0;  // the end of the last parameter (not the struct's size: tail padding)
-  uint32_t shared = 0;
-};
-
-Kernel resolve(CUmodule m, const jk::KernelInfo& info) {
-  Kernel k;
-  const std::string name(info.symbol);
-  CHECK_CU(cuModuleGetFunction(&k.f, m, name.c_str()));
-  k.symbol = name;
-  for (const jk::ArgField& f : info.fields)
-    k.arg_bytes = std::max<size_t>(k.arg_bytes, f.offset + f.size);
-  k.shared = info.dynamic_shared;
-  if (k.shared > 48 * 1024) {
-    CHECK_CU(cuFuncSetAttribute(k.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                static_cast<int>(k.shared)));
-  }
-  return k;
-}
-
-template <class Args>
-void launch_async(const Kernel& k, unsigned gx, unsigned gy, unsigned gz, unsigned block,
-                  const Args& args) {
-  size_t size = k.arg_bytes;
-  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Args*>(&args),
-                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  if (const CUresult r =
-          cuLaunchKernel(k.f, gx, gy, gz, block, 1, 1, k.shared, nullptr, nullptr, extra);
-      r != CUDA_SUCCESS) {
-    int regs = 0, local = 0;
-    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k.f);
-    cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.f);
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    std::printf("launch %s: %s (grid %u %u %u, block %u, dynamic shared %u; regs %d, local %d)\n",
-                k.symbol.c_str(), name ? name : "?", gx, gy, gz, block, k.shared, regs, local);
-    std::exit(2);
-  }
-}
-
-template <class Args>
-void launch(const Kernel& k, unsigned gx, unsigned gy, unsigned gz, unsigned block,
-            const Args& args) {
-  launch_async(k, gx, gy, gz, block, args);
-  CHECK_CU(cuCtxSynchronize());
-}
-
-unsigned cdiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
-
 struct Problem {
   int M, N, K;
   std::vector<uint8_t> a, w, ws;  // e4m3fn codes: a [M, K], w [N, K], ws: w shuffled
@@ -231,7 +160,7 @@ bool out_ok(const Problem& p, const std::vector<unsigned char>& o, bool f16, int
 }
 
 void check(CUmodule mod) {
-  const Kernel finish = resolve(mod, jk::kGemmFp8BlockscaleFinish);
+  const CuKernel finish = resolve(mod, jk::kGemmFp8BlockscaleFinish);
   std::mt19937 rng(17);
   struct Shape {
     int M, N, K;
@@ -244,7 +173,7 @@ void check(CUmodule mod) {
   for (const Shape& s : shapes) {
     Problem p = make_problem(s.M, s.N, s.K, rng);
     for (const jk::GemmFp8BlockscaleTile& t : jk::kGemmFp8BlockscaleTiles) {
-      const Kernel k = resolve(mod, t.kernel);
+      const CuKernel k = resolve(mod, t.kernel);
       const std::string tag = std::string(t.name) + " " + std::to_string(s.M) + "x" +
                               std::to_string(s.N) + "x" + std::to_string(s.K);
       for (bool f16 : {false, true}) {
@@ -258,7 +187,7 @@ void check(CUmodule mod) {
         verdict(ok, tag + (f16 ? " f16" : " bf16") + report);
       }
       if (t.split_kernel.symbol.empty()) continue;
-      const Kernel ks = resolve(mod, t.split_kernel);
+      const CuKernel ks = resolve(mod, t.split_kernel);
       for (int splits : {2, 3}) {
         const int64_t chunk = ((s.K + splits - 1) / splits + kBlock - 1) / kBlock * kBlock;
         const unsigned z = cdiv(s.K, chunk);
@@ -293,7 +222,7 @@ double median_ms(const std::vector<float>& v) {
 }
 
 void bench(CUmodule mod, int sms) {
-  const Kernel finish = resolve(mod, jk::kGemmFp8BlockscaleFinish);
+  const CuKernel finish = resolve(mod, jk::kGemmFp8BlockscaleFinish);
   struct Shape {
     int M, N, K;
   };
@@ -328,8 +257,8 @@ void bench(CUmodule mod, int sms) {
     DevBuf out(size_t(s.M) * s.N * 2), partial(size_t(s.M) * s.N * 4 * 4);
     for (const Run& run : runs) {
       const jk::GemmFp8BlockscaleTile& t = jk::kGemmFp8BlockscaleTiles[run.tile];
-      const Kernel k = resolve(mod, t.kernel);
-      const Kernel ks = t.split_kernel.symbol.empty() ? k : resolve(mod, t.split_kernel);
+      const CuKernel k = resolve(mod, t.kernel);
+      const CuKernel ks = t.split_kernel.symbol.empty() ? k : resolve(mod, t.split_kernel);
       const int64_t chunk =
           run.splits > 1 ? ((s.K + run.splits - 1) / run.splits + kBlock - 1) / kBlock * kBlock
                          : s.K;
@@ -375,7 +304,7 @@ void bench(CUmodule mod, int sms) {
   }
   // What ptxas gave the kernels (registers a thread at launch; local memory = spills).
   for (const jk::GemmFp8BlockscaleTile& t : jk::kGemmFp8BlockscaleTiles) {
-    const Kernel k = resolve(mod, t.kernel);
+    const CuKernel k = resolve(mod, t.kernel);
     int regs = 0, local = 0;
     CHECK_CU(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k.f));
     CHECK_CU(cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.f));

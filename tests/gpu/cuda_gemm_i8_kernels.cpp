@@ -25,76 +25,18 @@
 #include "jax_aiter/kernels/gemm_i8.hpp"
 #include "jax_aiter/ops/gemm_i8_portable.hpp"
 
-#include "cuda_check.hpp"
+#include "cuda_kernel_launch.hpp"
 
 namespace {
 
 namespace jk = jax_aiter::kernels;
 namespace L = jax_aiter::kernels::aiter_i8gemm;
-int g_pass = 0, g_fail = 0;
-
-void verdict(bool ok, const std::string& what) {
-  (ok ? g_pass : g_fail)++;
-  if (!ok || std::getenv("VERBOSE")) std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-}
-
 float bf16_to_float(uint16_t h) {
   const uint32_t u = uint32_t{h} << 16;
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
-
-struct Kernel {
-  CUfunction f = nullptr;
-  std::string symbol;
-  size_t arg_bytes = 0;  // the end of the last parameter (a struct's tail padding is no parameter:
-                         // passing sizeof(GemmI8SplitArgs) = 48 for its 44 failed the launch)
-  uint32_t shared = 0;
-};
-
-Kernel resolve(CUmodule m, const jk::KernelInfo& info) {
-  Kernel k;
-  const std::string name(info.symbol);
-  CHECK_CU(cuModuleGetFunction(&k.f, m, name.c_str()));
-  k.symbol = name;
-  for (const jk::ArgField& f : info.fields)
-    k.arg_bytes = std::max<size_t>(k.arg_bytes, f.offset + f.size);
-  k.shared = info.dynamic_shared;
-  if (k.shared > 48 * 1024) {
-    CHECK_CU(cuFuncSetAttribute(k.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                static_cast<int>(k.shared)));
-  }
-  return k;
-}
-
-template <class Args>
-void launch(const Kernel& k, unsigned gx, unsigned gy, unsigned gz, unsigned block,
-            const Args& args) {
-  size_t size = k.arg_bytes;
-  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Args*>(&args),
-                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  if (const CUresult r =
-          cuLaunchKernel(k.f, gx, gy, gz, block, 1, 1, k.shared, nullptr, nullptr, extra);
-      r != CUDA_SUCCESS) {
-    int regs = 0, max_threads = 0, local = 0, stat = 0;
-    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k.f);
-    cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k.f);
-    cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.f);
-    cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.f);
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    std::printf(
-        "launch %s: %s (grid %u %u %u, block %u, dynamic shared %u; regs %d, max threads "
-        "%d, local %d, static shared %d)\n",
-        k.symbol.c_str(), name ? name : "?", gx, gy, gz, block, k.shared, regs, max_threads, local,
-        stat);
-    std::exit(2);
-  }
-  CHECK_CU(cuCtxSynchronize());
-}
-
-unsigned cdiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 struct Problem {
   int M, N, K;
@@ -169,7 +111,7 @@ bool out_ok(const Problem& p, const std::vector<int32_t>& ref, const std::vector
 }
 
 void check(CUmodule mod) {
-  const Kernel finish = resolve(mod, jk::kGemmI8Finish);
+  const CuKernel finish = resolve(mod, jk::kGemmI8Finish);
   std::mt19937 rng(11);
   struct Shape {
     int M, N, K;
@@ -182,7 +124,7 @@ void check(CUmodule mod) {
     Problem p = make_problem(s.M, s.N, s.K, rng);
     const std::vector<int32_t> ref = reference_sums(p);
     for (const jk::GemmI8Tile& t : jk::kGemmI8Tiles) {
-      const Kernel k = resolve(mod, t.kernel), ks = resolve(mod, t.split_kernel);
+      const CuKernel k = resolve(mod, t.kernel), ks = resolve(mod, t.split_kernel);
       const std::string tag = std::string(t.name) + " " + std::to_string(s.M) + "x" +
                               std::to_string(s.N) + "x" + std::to_string(s.K);
       for (bool bias : {false, true}) {
@@ -222,7 +164,7 @@ void check(CUmodule mod) {
     Problem p = make_problem(128, 256, 131040, rng, true);
     const std::vector<int32_t> ref(size_t(128) * 256, 128 * 128 * 131040);
     const jk::GemmI8Tile& t = jk::kGemmI8Tiles.back();
-    const Kernel ks = resolve(mod, t.split_kernel);
+    const CuKernel ks = resolve(mod, t.split_kernel);
     DevBuf acc(size_t(128) * 256 * 4);
     CHECK_CU(cuMemsetD8(acc.p, 0, acc.bytes));
     const jk::GemmI8SplitArgs sargs{p.da.ptr(), p.dws.ptr(), acc.ptr(), 128,
@@ -241,7 +183,7 @@ double median_ms(const std::vector<float>& v) {
 }
 
 void bench(CUmodule mod, int sms) {
-  const Kernel finish = resolve(mod, jk::kGemmI8Finish);
+  const CuKernel finish = resolve(mod, jk::kGemmI8Finish);
   struct Shape {
     int M, N, K;
   };
@@ -272,14 +214,14 @@ void bench(CUmodule mod, int sms) {
       const auto c = jax_aiter::ops::choose_portable_gemm_i8(s.M, s.N, s.K, sms,
                                                              jk::kGemmI8Tiles[ti].name[0] == 'w');
       const jk::GemmI8Tile& t = jk::kGemmI8Tiles[ti];
-      const Kernel k = resolve(mod, t.kernel), ks = resolve(mod, t.split_kernel);
+      const CuKernel k = resolve(mod, t.kernel), ks = resolve(mod, t.split_kernel);
       CUevent e0, e1;
       CHECK_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
       CHECK_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
       std::vector<float> ms;
       for (int r = 0; r < 28; ++r) {
         const int i = r % sets;
-        auto go = [&](auto&& args, const Kernel& kk, unsigned z) {
+        auto go = [&](auto&& args, const CuKernel& kk, unsigned z) {
           size_t size = kk.arg_bytes;
           void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE,
                            &size, CU_LAUNCH_PARAM_END};

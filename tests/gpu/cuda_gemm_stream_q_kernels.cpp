@@ -36,7 +36,7 @@
 #include "jax_aiter/ops/gemm_i8_portable.hpp"
 #include "jax_aiter/ops/gemm_stream_q_rule.hpp"
 
-#include "cuda_check.hpp"
+#include "cuda_kernel_launch.hpp"
 
 namespace {
 
@@ -44,64 +44,6 @@ namespace jk = jax_aiter::kernels;
 namespace S = jax_aiter::kernels::gemm_stream_q;
 namespace L8 = jax_aiter::kernels::aiter_i8gemm;
 namespace L4 = jax_aiter::kernels::aiter_f4gemm;
-int g_pass = 0, g_fail = 0;
-
-void verdict(bool ok, const std::string& what) {
-  (ok ? g_pass : g_fail)++;
-  if (!ok || std::getenv("VERBOSE")) std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-}
-
-float half_bits_to_float(uint16_t h, bool f16) {
-  if (!f16) {
-    const uint32_t u = uint32_t{h} << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  const uint32_t s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 0 ? std::ldexp(double(m), -24) : std::ldexp(double(m | 1024), int(e) - 25);
-  if (e == 31) v = m ? NAN : INFINITY;
-  return float(s ? -v : v);
-}
-
-struct Kernel {
-  CUfunction f = nullptr;
-  std::string symbol;
-  size_t arg_bytes = 0;  // the end of the last parameter (tail padding is no parameter)
-};
-
-Kernel resolve(CUmodule m, const jk::KernelInfo& info) {
-  Kernel k;
-  const std::string name(info.symbol);
-  CHECK_CU(cuModuleGetFunction(&k.f, m, name.c_str()));
-  k.symbol = name;
-  for (const jk::ArgField& f : info.fields)
-    k.arg_bytes = std::max<size_t>(k.arg_bytes, f.offset + f.size);
-  return k;
-}
-
-// Queues a launch on the legacy stream (no synchronisation).
-template <class Args>
-void enqueue(const Kernel& k, unsigned gx, unsigned gy, unsigned gz, unsigned block,
-             const Args& args) {
-  size_t size = k.arg_bytes;
-  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Args*>(&args),
-                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  if (const CUresult r = cuLaunchKernel(k.f, gx, gy, gz, block, 1, 1, 0, nullptr, nullptr, extra);
-      r != CUDA_SUCCESS) {
-    int regs = 0, local = 0;
-    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k.f);
-    cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.f);
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    std::printf("launch %s: %s (grid %u %u %u, block %u; regs %d, local %d)\n", k.symbol.c_str(),
-                name ? name : "?", gx, gy, gz, block, regs, local);
-    std::exit(2);
-  }
-}
-
-unsigned cdiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
-
 // The decode kernels of one family and the plan a call runs: the stream kernel over (N / 16, 1,
 // splits) and, split, the finish kernel. `stream(z_chunk, splits, partials)` and
 // `finish(splits, partials)` enqueue them; chunk is bytes of a weight row.
@@ -165,8 +107,8 @@ bool near(double got, double ref, double absum, double eps) {
 // ---- FP8 block-scale -------------------------------------------------------------------------
 
 void check_fp8(CUmodule mod, std::mt19937& rng) {
-  const Kernel ks = resolve(mod, jk::kGemmFp8BlockscaleStream),
-               kf = resolve(mod, jk::kGemmFp8BlockscaleStreamFinish);
+  const CuKernel ks = resolve(mod, jk::kGemmFp8BlockscaleStream),
+                 kf = resolve(mod, jk::kGemmFp8BlockscaleStreamFinish);
   const auto& lut = jax_aiter::host_twins::e4m3_values(false);
   struct Shape {
     int M, N, K;
@@ -218,12 +160,13 @@ void check_fp8(CUmodule mod, std::mt19937& rng) {
         const jk::GemmFp8BlockscaleStreamArgs args{
             da.ptr(), dw.ptr(), dsa.ptr(), dsb.ptr(),  out.ptr(),   partials, s.M,
             s.N,      s.K,      s.K,       int(chunk), int(splits), f16};
-        enqueue(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
+        launch_async(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
       };
       p.finish = [&](int64_t splits, void* partials) {
         const jk::GemmFp8BlockscaleStreamFinishArgs args{partials, out.ptr(),   s.M,
                                                          s.N,      int(splits), f16};
-        enqueue(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads, args);
+        launch_async(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads,
+                     args);
       };
       const std::string tag = std::string("fp8bs ") + (f16 ? "f16 " : "bf16 ") +
                               std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
@@ -235,7 +178,7 @@ void check_fp8(CUmodule mod, std::mt19937& rng) {
                      for (size_t i = 0; i < ref.size(); ++i) {
                        uint16_t h;
                        std::memcpy(&h, &o[2 * i], 2);
-                       const double got = half_bits_to_float(h, f16);
+                       const double got = static_cast<float>(half_bits_to_double(h, f16));
                        if (!near(got, ref[i], absum[i], f16 ? 0x1p-11 : 0x1p-8)) {
                          why = "out[" + std::to_string(i / s.N) + "," + std::to_string(i % s.N) +
                                "] = " + std::to_string(got) + ", expected " +
@@ -253,7 +196,7 @@ void check_fp8(CUmodule mod, std::mt19937& rng) {
 // ---- INT8 --------------------------------------------------------------------------------------
 
 void check_i8(CUmodule mod, std::mt19937& rng) {
-  const Kernel ks = resolve(mod, jk::kGemmI8Stream), kf = resolve(mod, jk::kGemmI8StreamFinish);
+  const CuKernel ks = resolve(mod, jk::kGemmI8Stream), kf = resolve(mod, jk::kGemmI8StreamFinish);
   struct Shape {
     int M, N, K;
   };
@@ -290,12 +233,13 @@ void check_i8(CUmodule mod, std::mt19937& rng) {
         const jk::GemmI8StreamArgs args{da.ptr(),  dw.ptr(),   dsa.ptr(),  dsb.ptr(), bp,
                                         out.ptr(), partials,   s.M,        s.N,       s.K,
                                         s.K,       int(chunk), int(splits)};
-        enqueue(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
+        launch_async(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
       };
       p.finish = [&](int64_t splits, void* partials) {
         const jk::GemmI8StreamFinishArgs args{partials,  dsa.ptr(), dsb.ptr(), bp,
                                               out.ptr(), s.M,       s.N,       int(splits)};
-        enqueue(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads, args);
+        launch_async(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads,
+                     args);
       };
       const std::string tag = std::string("i8 ") + (with_bias ? "bias " : "") +
                               std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
@@ -327,7 +271,7 @@ void check_i8(CUmodule mod, std::mt19937& rng) {
                 std::memcpy(&h, &o[2 * i], 2);
                 const int r = int(i / s.N), c = int(i % s.N);
                 const double y = double(sums[i]) * sa[r] * sb[c] + (with_bias ? bias[c] : 0.0);
-                const double got = half_bits_to_float(h, false);
+                const double got = static_cast<float>(half_bits_to_double(h, false));
                 if (!(std::fabs(got - y) <= std::ldexp(std::fabs(y), -8) + 1e-6)) {
                   why = "out[" + std::to_string(r) + "," + std::to_string(c) +
                         "] = " + std::to_string(got) + ", expected " + std::to_string(y);
@@ -350,7 +294,7 @@ double e2m1(uint32_t n) {
 }
 
 void check_fp4(CUmodule mod, std::mt19937& rng) {
-  const Kernel ks = resolve(mod, jk::kGemmFp4Stream), kf = resolve(mod, jk::kGemmFp4StreamFinish);
+  const CuKernel ks = resolve(mod, jk::kGemmFp4Stream), kf = resolve(mod, jk::kGemmFp4StreamFinish);
   struct Shape {
     int M, N, K;
     bool extreme_codes;
@@ -410,11 +354,11 @@ void check_fp4(CUmodule mod, std::mt19937& rng) {
       const jk::GemmFp4StreamArgs args{
           da.ptr(), dw.ptr(), dsa.ptr(), dsb.ptr(), out.ptr(),      partials,   s.M,
           s.N,      s.K,      Kb,        sn,        int(2 * chunk), int(splits)};
-      enqueue(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
+      launch_async(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
     };
     p.finish = [&](int64_t splits, void* partials) {
       const jk::GemmFp4StreamFinishArgs args{partials, out.ptr(), s.M, s.N, int(splits)};
-      enqueue(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads, args);
+      launch_async(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads, args);
     };
     const std::string tag = std::string("fp4 ") + (s.extreme_codes ? "extreme codes " : "") +
                             std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
@@ -426,7 +370,7 @@ void check_fp4(CUmodule mod, std::mt19937& rng) {
                    for (size_t i = 0; i < ref.size(); ++i) {
                      uint16_t h;
                      std::memcpy(&h, &o[2 * i], 2);
-                     const double got = half_bits_to_float(h, false);
+                     const double got = static_cast<float>(half_bits_to_double(h, false));
                      if (!near(got, ref[i], absum[i], 0x1p-8)) {
                        why = "out[" + std::to_string(i / s.N) + "," + std::to_string(i % s.N) +
                              "] = " + std::to_string(got) + ", expected " + std::to_string(ref[i]);
@@ -495,7 +439,7 @@ void bench(CUmodule fp8, CUmodule i8, CUmodule fp4, int sms, int64_t l2) {
     const jk::KernelInfo& fk = family == 0   ? jk::kGemmFp8BlockscaleStreamFinish
                                : family == 1 ? jk::kGemmI8StreamFinish
                                              : jk::kGemmFp4StreamFinish;
-    const Kernel ks = resolve(mod, sk), kf = resolve(mod, fk);
+    const CuKernel ks = resolve(mod, sk), kf = resolve(mod, fk);
     for (const Shape& sh : shapes) {
       const int64_t kbytes = family == 2 ? sh.K / 2 : sh.K;
       const int64_t wbytes = int64_t(sh.N) * kbytes;
@@ -539,29 +483,29 @@ void bench(CUmodule fp8, CUmodule i8, CUmodule fp4, int sms, int64_t l2) {
             const jk::GemmFp8BlockscaleStreamArgs args{
                 A.ptr(), W[i].ptr(), SA.ptr(), SB.ptr(),   out.ptr(),   pp, M,
                 sh.N,    sh.K,       sh.K,     int(chunk), int(splits), 0};
-            enqueue(ks, gx, 1, unsigned(splits), S::kThreads, args);
+            launch_async(ks, gx, 1, unsigned(splits), S::kThreads, args);
             if (splits > 1) {
               const jk::GemmFp8BlockscaleStreamFinishArgs f{pp, out.ptr(), M, sh.N, int(splits), 0};
-              enqueue(kf, fx, 1, 1, S::kFinishThreads, f);
+              launch_async(kf, fx, 1, 1, S::kFinishThreads, f);
             }
           } else if (family == 1) {
             const jk::GemmI8StreamArgs args{A.ptr(),   W[i].ptr(), SA.ptr(),   SB.ptr(), nullptr,
                                             out.ptr(), pp,         M,          sh.N,     sh.K,
                                             sh.K,      int(chunk), int(splits)};
-            enqueue(ks, gx, 1, unsigned(splits), S::kThreads, args);
+            launch_async(ks, gx, 1, unsigned(splits), S::kThreads, args);
             if (splits > 1) {
               const jk::GemmI8StreamFinishArgs f{pp,        SA.ptr(), SB.ptr(), nullptr,
                                                  out.ptr(), M,        sh.N,     int(splits)};
-              enqueue(kf, fx, 1, 1, S::kFinishThreads, f);
+              launch_async(kf, fx, 1, 1, S::kFinishThreads, f);
             }
           } else {
             const jk::GemmFp4StreamArgs args{
                 A.ptr(), W[i].ptr(), SA.ptr(), SB.ptr(), out.ptr(),      pp,         M,
                 sh.N,    sh.K,       sh.K / 2, sn,       int(2 * chunk), int(splits)};
-            enqueue(ks, gx, 1, unsigned(splits), S::kThreads, args);
+            launch_async(ks, gx, 1, unsigned(splits), S::kThreads, args);
             if (splits > 1) {
               const jk::GemmFp4StreamFinishArgs f{pp, out.ptr(), M, sh.N, int(splits)};
-              enqueue(kf, fx, 1, 1, S::kFinishThreads, f);
+              launch_async(kf, fx, 1, 1, S::kFinishThreads, f);
             }
           }
         };
@@ -577,37 +521,38 @@ void bench(CUmodule fp8, CUmodule i8, CUmodule fp4, int sms, int64_t l2) {
         // The kernel the op took before, in the same run.
         if (family == 0) {
           const jk::GemmFp8BlockscaleTile& t = jk::kGemmFp8BlockscaleTiles.back();  // t16x128
-          const Kernel k = resolve(mod, t.kernel);
+          const CuKernel k = resolve(mod, t.kernel);
           report("before: " + std::string(t.name), 1, time_ms(sets, [&](int i) {
                    const jk::GemmFp8BlockscaleArgs args{A.ptr(),   W[i].ptr(), SA.ptr(), SB.ptr(),
                                                         out.ptr(), M,          sh.N,     sh.K,
                                                         sh.K,      0,          0};
-                   enqueue(k, cdiv(sh.N, t.bn), cdiv(M, t.bm), 1, t.threads, args);
+                   launch_async(k, cdiv(sh.N, t.bn), cdiv(M, t.bm), 1, t.threads, args);
                  }));
         } else if (family == 1) {
           const auto c = jax_aiter::ops::choose_portable_gemm_i8(M, sh.N, sh.K, sms, true);
           const jk::GemmI8Tile& t = jk::kGemmI8Tiles[c.tile];
-          const Kernel k = resolve(mod, t.split_kernel), fin = resolve(mod, jk::kGemmI8Finish);
+          const CuKernel k = resolve(mod, t.split_kernel), fin = resolve(mod, jk::kGemmI8Finish);
           report("before: " + std::string(t.name), c.splits, time_ms(sets, [&](int i) {
                    CHECK_CU(cuMemsetD8Async(partials.p, 0, size_t(M) * sh.N * 4, nullptr));
                    const jk::GemmI8SplitArgs args{A.ptr(), W[i].ptr(), partials.ptr(), M, sh.N,
                                                   sh.K,    sh.K,       int(c.k_chunk)};
-                   enqueue(k, cdiv(sh.N, t.bn), cdiv(M, t.bm), unsigned(c.splits), t.threads, args);
+                   launch_async(k, cdiv(sh.N, t.bn), cdiv(M, t.bm), unsigned(c.splits), t.threads,
+                                args);
                    const jk::GemmI8FinishArgs f{partials.ptr(), SA.ptr(), SB.ptr(), nullptr,
                                                 out.ptr(),      M,        sh.N};
-                   enqueue(fin, cdiv(int64_t(M) * sh.N, jk::kGemmI8FinishThreads), 1, 1,
-                           jk::kGemmI8FinishThreads, f);
+                   launch_async(fin, cdiv(int64_t(M) * sh.N, jk::kGemmI8FinishThreads), 1, 1,
+                                jk::kGemmI8FinishThreads, f);
                  }));
         } else {
           const jk::GemmFp4Decode& d =
               jk::kGemmFp4Decodes[jax_aiter::ops::choose_gemm_fp4_decode(M)];
-          const Kernel k = resolve(mod, d.kernel);
+          const CuKernel k = resolve(mod, d.kernel);
           report("before: " + std::string(d.name), 1, time_ms(sets, [&](int i) {
                    const jk::GemmFp4Args args{A.ptr(),   W[i].ptr(), SA.ptr(), SB.ptr(),
                                               out.ptr(), M,          sh.N,     sh.K,
                                               sh.K / 2,  sn,         sn,       1};
-                   enqueue(k, cdiv(sh.N, jk::kGemmFp4DecodeRows), cdiv(M, d.bm), 1,
-                           jk::kGemmFp4DecodeThreads, args);
+                   launch_async(k, cdiv(sh.N, jk::kGemmFp4DecodeRows), cdiv(M, d.bm), 1,
+                                jk::kGemmFp4DecodeThreads, args);
                  }));
         }
       }
