@@ -30,6 +30,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_fp8_blockscale.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/kernels/tile_index.hpp"
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/fp8_format.hpp"
 #include "jax_aiter/ops/gemm_fp8_blockscale_params.hpp"
@@ -49,10 +50,7 @@ inline constexpr bool kGemmFp8BlockscaleWgmmaOn = false;
 
 // The index of the tile named `name` in kernels::kGemmFp8BlockscaleTiles (its size when none).
 constexpr size_t gemm_fp8_blockscale_tile_index(std::string_view name) {
-  for (size_t i = 0; i < kernels::kGemmFp8BlockscaleTiles.size(); ++i) {
-    if (kernels::kGemmFp8BlockscaleTiles[i].name == name) return i;
-  }
-  return kernels::kGemmFp8BlockscaleTiles.size();
+  return kernels::tile_index(kernels::kGemmFp8BlockscaleTiles, name);
 }
 static_assert(gemm_fp8_blockscale_tile_index(kGemmFp8BlockscaleWgmmaTile) <
               kernels::kGemmFp8BlockscaleTiles.size());

@@ -30,6 +30,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm_i8.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/kernels/tile_index.hpp"
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_i8_params.hpp"
 #include "jax_aiter/ops/gemm_stream_q_rule.hpp"
@@ -50,10 +51,7 @@ inline constexpr bool kGemmI8WgmmaOn = true;
 
 // The index of the tile named `name` in kernels::kGemmI8Tiles (its size when there is none).
 constexpr size_t gemm_i8_tile_index(std::string_view name) {
-  for (size_t i = 0; i < kernels::kGemmI8Tiles.size(); ++i) {
-    if (kernels::kGemmI8Tiles[i].name == name) return i;
-  }
-  return kernels::kGemmI8Tiles.size();
+  return kernels::tile_index(kernels::kGemmI8Tiles, name);
 }
 static_assert(gemm_i8_tile_index(kGemmI8WgmmaTile) < kernels::kGemmI8Tiles.size());
 

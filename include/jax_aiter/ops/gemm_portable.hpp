@@ -28,6 +28,7 @@
 #include "jax_aiter/core/verdict.hpp"
 #include "jax_aiter/kernels/gemm.hpp"
 #include "jax_aiter/kernels/plan.hpp"
+#include "jax_aiter/kernels/tile_index.hpp"
 #include "jax_aiter/ops/aiter_knobs.hpp"
 #include "jax_aiter/ops/gemm_params.hpp"
 
@@ -45,11 +46,7 @@ inline constexpr std::string_view kGemmWgmmaTile = "w128x256";
 
 // The index of the tile named `name` in kernels::kGemmTiles (its size when there is none).
 constexpr size_t gemm_tile_index(std::string_view name) {
-  const auto tiles = kernels::kGemmTiles;
-  for (size_t i = 0; i < tiles.size(); ++i) {
-    if (tiles[i].name == name) return i;
-  }
-  return tiles.size();
+  return kernels::tile_index(kernels::kGemmTiles, name);
 }
 static_assert(gemm_tile_index(kGemmDecodeTile) < kernels::kGemmTiles.size());
 static_assert(kernels::kGemmTiles[gemm_tile_index(kGemmDecodeTile)].bm >= kGemmStreamMaxM);
