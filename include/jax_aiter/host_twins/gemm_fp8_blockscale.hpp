@@ -21,22 +21,30 @@
 
 namespace jax_aiter::host_twins {
 
+// The block-scaled product our portable kernels compute, over either argument struct (the unsplit
+// and the split kernels read a, b and their scales alike): a [M, K] row stride lda, b [N, K],
+// a_scale [K/128, M], b_scale [ceil(N/128), K/128].
+template <class Args>
+Fp8BlockProduct portable_block_product(const Args& a, bool fnuz) {
+  return {static_cast<const uint8_t*>(a.a),
+          a.lda,
+          static_cast<const uint8_t*>(a.b),
+          a.K,
+          static_cast<const float*>(a.a_scale),
+          a.M,
+          static_cast<const float*>(a.b_scale),
+          a.K / Fp8BlockProduct::kBlock,
+          1,
+          &e4m3_values(fnuz)};
+}
+
 // Our portable kernel with block tile BM x BN: block (x, y) computes rows [y*BM, +BM) and columns
 // [x*BN, +BN) (clipped to M, N) over all of K.
 template <int BM, int BN>
 void gemm_fp8_blockscale(const kernels::KernelArgs& packed, kernels::Dim3 grid,
                          kernels::Dim3 /*block*/) {
   const auto a = packed.unpack<kernels::GemmFp8BlockscaleArgs>();
-  const Fp8BlockProduct op{static_cast<const uint8_t*>(a.a),
-                           a.lda,
-                           static_cast<const uint8_t*>(a.b),
-                           a.K,
-                           static_cast<const float*>(a.a_scale),
-                           a.M,
-                           static_cast<const float*>(a.b_scale),
-                           a.K / Fp8BlockProduct::kBlock,
-                           1,
-                           &e4m3_values(a.fnuz != 0)};
+  const Fp8BlockProduct op = portable_block_product(a, a.fnuz != 0);
   auto* out = static_cast<uint16_t*>(a.out);
   for (uint32_t y = 0; y < grid.y; ++y) {
     for (uint32_t x = 0; x < grid.x; ++x) {
@@ -57,16 +65,7 @@ void gemm_fp8_blockscale_split(const kernels::KernelArgs& packed, kernels::Dim3 
                                kernels::Dim3 /*block*/) {
   const auto a = packed.unpack<kernels::GemmFp8BlockscaleSplitArgs>();
   // The split kernel exists on sm_90 only, which reads e4m3fn.
-  const Fp8BlockProduct op{static_cast<const uint8_t*>(a.a),
-                           a.lda,
-                           static_cast<const uint8_t*>(a.b),
-                           a.K,
-                           static_cast<const float*>(a.a_scale),
-                           a.M,
-                           static_cast<const float*>(a.b_scale),
-                           a.K / Fp8BlockProduct::kBlock,
-                           1,
-                           &e4m3_values(false)};
+  const Fp8BlockProduct op = portable_block_product(a, false);
   auto* partial = static_cast<float*>(a.partial);
   const int64_t slice = int64_t{a.M} * a.N;
   for (uint32_t z = 0; z < grid.z; ++z) {
