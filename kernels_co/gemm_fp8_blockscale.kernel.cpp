@@ -15,9 +15,9 @@
 // sm_90, unsplit or split into f32 slices that jax_aiter_gemm_fp8_blockscale_finish adds in
 // order; on AMD its symbols trap (no gfx plan takes them; they add no gfx compile time).
 //
-// The decode kernels (jax_aiter_gemm_fp8_blockscale_stream and its _finish; M <= 16 on sm_90,
+// The decode kernel (jax_aiter_gemm_fp8_blockscale_stream; M <= 16 on sm_90,
 // GemmFp8BlockscaleStreamArgs): the weight-streaming engine of jax_aiter_gemm_stream_q.hpp, K split
-// across blocks, the splits' f32 partials added in split order by the finish kernel.
+// across blocks, the splits' f32 partials added in split order by the same finish kernel.
 //
 // Build: as gemm.kernel.cpp (nvcc -cubin -arch=sm_90 ...; clang++-22 -x hip ... -nogpuinc).
 #include "jax_aiter/kernels/shared/gemm_fp8_blockscale.h"
@@ -233,9 +233,9 @@ void jax_aiter_gemm_fp8_blockscale_transpose_scales(const void* src, void* dst, 
   }
 }
 
-// The decode kernels (sm_90; on AMD the symbols exist for the shared kernel table and trap: no
-// plan for a gfx arch takes them). Parameter lists: GemmFp8BlockscaleStreamArgs,
-// GemmFp8BlockscaleStreamFinishArgs.
+// The decode kernel (sm_90; on AMD the symbol exists for the shared kernel table and traps: no
+// plan for a gfx arch takes it); the parameter list is GemmFp8BlockscaleStreamArgs'. Its split
+// partials are added by jax_aiter_gemm_fp8_blockscale_finish.
 JA_KERNEL_BOUNDED_RESIDENT(jax_aiter::kernels::gemm_stream_q::kThreads, 2)
 void jax_aiter_gemm_fp8_blockscale_stream(const void* a, const void* b, const void* a_scale,
                                           const void* b_scale, void* out, void* partials, int M,
@@ -249,17 +249,5 @@ void jax_aiter_gemm_fp8_blockscale_stream(const void* a, const void* b, const vo
 #else
   ja::unsupported_here(a, b, a_scale, b_scale, out, partials, M, N, K, lda, k_chunk, splits,
                        out_f16);
-#endif
-}
-
-JA_KERNEL_BOUNDED(jax_aiter::kernels::gemm_stream_q::kFinishThreads)
-void jax_aiter_gemm_fp8_blockscale_stream_finish(const void* partials, void* out, int M, int N,
-                                                 int splits, int out_f16) {
-  ja::wait_for_prior_grids();
-  ja::allow_dependent_grids();
-#if defined(__CUDACC__)
-  ja::stream_q::gemm_fp8_blockscale_stream_finish(partials, out, M, N, splits, out_f16);
-#else
-  ja::unsupported_here(partials, out, M, N, splits, out_f16);
 #endif
 }

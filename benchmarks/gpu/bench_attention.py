@@ -96,7 +96,7 @@ def line(label, fl, res):
     print(f"{label:<34} " + " | ".join(cells) + "  " + ratio)
 
 
-def features(key, results, s=4096):
+def features(key, results, s=4096, skip_xla=False):
     b, hq, hk, d = 4, 32, 8, 128
     keys = jax.random.split(key, 7)
     q = jax.random.normal(keys[1], (b, s, hq, d), jnp.float32).astype(BF16)
@@ -133,6 +133,7 @@ def features(key, results, s=4096):
     out = []
     plain = {}
     for name, fns in cases.items():
+        fns = {n: f for n, f in fns.items() if not (skip_xla and n == "xla")}
         # A window's FLOPs: the visible keys only (<= 1025 a row), as FlashAttention counts.
         f = fl if "window" not in name else 4.0 * b * hq * d * sum(min(i + 1, 1025)
                                                                    for i in range(s))
@@ -165,7 +166,7 @@ def main():
     results = {"device": dev.device_kind, "jax": jax.__version__, "shapes": []}
     key = jax.random.PRNGKey(0)
     if args.features:
-        features(key, results, args.features_seq)
+        features(key, results, args.features_seq, args.skip_xla)
     for b, s, hq, hk, d, causal in [] if args.no_shapes else SHAPES:
         keys = jax.random.split(key, 5)
         key = keys[0]

@@ -310,14 +310,6 @@ JA_DEVICE void gemm_fp8_blockscale_stream(const void* a, const void* b, const vo
   });
 }
 
-JA_DEVICE void gemm_fp8_blockscale_stream_finish(const void* partials, void* out, int M, int N,
-                                                 int splits, int out_f16) {
-  auto* o = static_cast<uint16_t*>(out);
-  stream_finish<float>(partials, M, N, splits, [&](int m, int n, float v) {
-    o[static_cast<int64_t>(m) * N + n] = out_f16 ? F16::store(v) : BF16::store(v);
-  });
-}
-
 // y = sum * a_scale[m] * b_scale[n] (+ bias[n]) as bf16: jax_aiter_gemm_i8_finish's epilogue.
 JA_DEVICE void store_i8(uint16_t* o, int m, int n, int N, int v, const float* sa, const float* sb,
                         const float* bias) {

@@ -708,14 +708,15 @@ TEST(GemmFp8BlockscaleTiers, PlanToolShowsTheChosenPlanAndItsFamily) {
   // Decode on sm_90: the streaming kernel, a block per 16 rows, unsplit (256 blocks, 132 SMs).
   EXPECT_NE(sm90->find("jax_aiter_gemm_fp8_blockscale_stream"), std::string::npos) << *sm90;
   EXPECT_NE(sm90->find(R"("grid": [256, 1, 1])"), std::string::npos) << *sm90;
-  EXPECT_EQ(sm90->find("stream_finish"), std::string::npos) << *sm90;
+  EXPECT_EQ(sm90->find("_finish"), std::string::npos) << *sm90;
   // N = 512: 32 blocks, so K is split, 2 ways (16 steps of 256 bytes: at least one a warp of a
-  // split), and the finish kernel adds the partial planes in order.
+  // split), and the w tile's finish kernel adds the partial planes in order (4 a thread).
   auto split =
       plan_json<Op>(plan_call("f8_e4m3fn", 3, 512, 4096, "f16"), *plan_target("sm_90", 132));
   ASSERT_TRUE(split.ok());
   EXPECT_NE(split->find(R"("grid": [32, 1, 2])"), std::string::npos) << *split;
-  EXPECT_NE(split->find("jax_aiter_gemm_fp8_blockscale_stream_finish"), std::string::npos)
+  EXPECT_NE(split->find(R"("symbol": "jax_aiter_gemm_fp8_blockscale_finish", "grid": [2, 1, 1])"),
+            std::string::npos)
       << *split;
   EXPECT_NE(split->find(R"({"name": "splits", "offset": 68, "size": 4, "value": 2})"),
             std::string::npos)

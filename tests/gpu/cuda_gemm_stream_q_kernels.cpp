@@ -42,6 +42,7 @@ namespace {
 
 namespace jk = jax_aiter::kernels;
 namespace S = jax_aiter::kernels::gemm_stream_q;
+namespace F8 = jax_aiter::kernels::gemm_fp8_blockscale;
 namespace L8 = jax_aiter::kernels::aiter_i8gemm;
 namespace L4 = jax_aiter::kernels::aiter_f4gemm;
 // The decode kernels of one family and the plan a call runs: the stream kernel over (N / 16, 1,
@@ -108,7 +109,7 @@ bool near(double got, double ref, double absum, double eps) {
 
 void check_fp8(CUmodule mod, std::mt19937& rng) {
   const CuKernel ks = resolve(mod, jk::kGemmFp8BlockscaleStream),
-                 kf = resolve(mod, jk::kGemmFp8BlockscaleStreamFinish);
+                 kf = resolve(mod, jk::kGemmFp8BlockscaleFinish);
   const auto& lut = jax_aiter::host_twins::e4m3_values(false);
   struct Shape {
     int M, N, K;
@@ -163,10 +164,9 @@ void check_fp8(CUmodule mod, std::mt19937& rng) {
         launch_async(ks, cdiv(s.N, S::kRows), 1, unsigned(splits), S::kThreads, args);
       };
       p.finish = [&](int64_t splits, void* partials) {
-        const jk::GemmFp8BlockscaleStreamFinishArgs args{partials, out.ptr(),   s.M,
-                                                         s.N,      int(splits), f16};
-        launch_async(kf, cdiv(int64_t(s.M) * s.N, S::kFinishThreads), 1, 1, S::kFinishThreads,
-                     args);
+        const jk::GemmFp8BlockscaleFinishArgs args{partials, out.ptr(), s.M, s.N, int(splits), f16};
+        launch_async(kf, cdiv(int64_t(s.M) * s.N, F8::kFinishThreads * F8::kFinishVec), 1, 1,
+                     F8::kFinishThreads, args);
       };
       const std::string tag = std::string("fp8bs ") + (f16 ? "f16 " : "bf16 ") +
                               std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
@@ -436,7 +436,7 @@ void bench(CUmodule fp8, CUmodule i8, CUmodule fp4, int sms, int64_t l2) {
     const jk::KernelInfo& sk = family == 0   ? jk::kGemmFp8BlockscaleStream
                                : family == 1 ? jk::kGemmI8Stream
                                              : jk::kGemmFp4Stream;
-    const jk::KernelInfo& fk = family == 0   ? jk::kGemmFp8BlockscaleStreamFinish
+    const jk::KernelInfo& fk = family == 0   ? jk::kGemmFp8BlockscaleFinish
                                : family == 1 ? jk::kGemmI8StreamFinish
                                              : jk::kGemmFp4StreamFinish;
     const CuKernel ks = resolve(mod, sk), kf = resolve(mod, fk);
@@ -485,8 +485,9 @@ void bench(CUmodule fp8, CUmodule i8, CUmodule fp4, int sms, int64_t l2) {
                 sh.N,    sh.K,       sh.K,     int(chunk), int(splits), 0};
             launch_async(ks, gx, 1, unsigned(splits), S::kThreads, args);
             if (splits > 1) {
-              const jk::GemmFp8BlockscaleStreamFinishArgs f{pp, out.ptr(), M, sh.N, int(splits), 0};
-              launch_async(kf, fx, 1, 1, S::kFinishThreads, f);
+              const jk::GemmFp8BlockscaleFinishArgs f{pp, out.ptr(), M, sh.N, int(splits), 0};
+              launch_async(kf, cdiv(int64_t(M) * sh.N, F8::kFinishThreads * F8::kFinishVec), 1, 1,
+                           F8::kFinishThreads, f);
             }
           } else if (family == 1) {
             const jk::GemmI8StreamArgs args{A.ptr(),   W[i].ptr(), SA.ptr(),   SB.ptr(), nullptr,

@@ -162,7 +162,7 @@ static_assert(kGemmFp8BlockscaleTiles.back().split_kernel.dynamic_shared ==
 
 // The decode kernel (M <= 16, sm_90; kernels/shared/gemm_stream_q.h): grid (N / 16, 1, splits),
 // block gemm_stream_q::kThreads. With one split it writes out; with more, split z's f32 sums go
-// to partials plane z ([splits, M, N]) and jax_aiter_gemm_fp8_blockscale_stream_finish adds them.
+// to partials plane z ([splits, M, N]) and jax_aiter_gemm_fp8_blockscale_finish adds them.
 struct GemmFp8BlockscaleStreamArgs {
   const void* a;  // as GemmFp8BlockscaleArgs
   const void* b;
@@ -195,31 +195,8 @@ inline constexpr std::array kGemmFp8BlockscaleStreamFields{
     JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamArgs, out_f16),
 };
 
-// out[m, n] = sum over z (in order) of partials[z, m, n], as bf16 or f16: one element a thread,
-// block gemm_stream_q::kFinishThreads.
-struct GemmFp8BlockscaleStreamFinishArgs {
-  const void* partials;
-  void* out;
-  int32_t M, N;
-  int32_t splits;
-  int32_t out_f16;
-};
-static_assert(sizeof(GemmFp8BlockscaleStreamFinishArgs) == 32);
-
-inline constexpr std::array kGemmFp8BlockscaleStreamFinishFields{
-    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, partials),
-    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, out),
-    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, M),
-    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, N),
-    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, splits),
-    JAX_AITER_ARG_FIELD(GemmFp8BlockscaleStreamFinishArgs, out_f16),
-};
-
 inline constexpr KernelInfo kGemmFp8BlockscaleStream{
     kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_stream",
     sizeof(GemmFp8BlockscaleStreamArgs), kGemmFp8BlockscaleStreamFields};
-inline constexpr KernelInfo kGemmFp8BlockscaleStreamFinish{
-    kGemmFp8BlockscaleCodeObject, "jax_aiter_gemm_fp8_blockscale_stream_finish",
-    sizeof(GemmFp8BlockscaleStreamFinishArgs), kGemmFp8BlockscaleStreamFinishFields};
 
 }  // namespace jax_aiter::kernels

@@ -12,8 +12,8 @@
 // adds them in split order and rounds once (the same bits every run). Decode calls on sm_90
 // (M <= 16, a and b 16-byte aligned) take the weight-streaming kernel
 // (jax_aiter_gemm_fp8_blockscale_stream: a block per 16 rows of b, K split by
-// ops/gemm_stream_q_rule.hpp, the splits' f32 partials added in split order by
-// jax_aiter_gemm_fp8_blockscale_stream_finish and rounded once; the same block-scale fold).
+// ops/gemm_stream_q_rule.hpp, the splits' f32 partials added in split order by the same
+// jax_aiter_gemm_fp8_blockscale_finish and rounded once; the same block-scale fold).
 // Otherwise the mma tile with the largest BM not above M (mma tiles are listed largest first; M
 // below every BM takes the smallest), one launch, no K split, so the output is rounded once. A
 // forced split (splitk 2..16) is refused: the split is the rule's. The kernels read fp8 as the
@@ -119,6 +119,24 @@ struct GemmFp8BlockscalePortableTier {
                                                kGemmFp8BlockscaleWgmmaOn && t.arch == Arch::kSm90);
   }
 
+  // The split slices (f32 [splits, M, N]) added in split order and rounded once: one kernel for
+  // the w tile's splits and the decode kernel's (4-wide: M * N % 4 == 0 as N % 16 == 0).
+  static void launch_finish(void* partials, const GemmFp8BlockscaleParams& p, int64_t splits,
+                            kernels::Plan& plan) {
+    namespace F = kernels::gemm_fp8_blockscale;
+    const kernels::GemmFp8BlockscaleFinishArgs finish{partials,
+                                                      p.out.data,
+                                                      static_cast<int32_t>(p.m()),
+                                                      static_cast<int32_t>(p.n()),
+                                                      static_cast<int32_t>(splits),
+                                                      p.out.dtype == DType::kF16 ? 1 : 0};
+    plan.launch(
+        kernels::kGemmFp8BlockscaleFinish,
+        {static_cast<uint32_t>(ceil_div(p.m() * p.n(), int64_t{F::kFinishThreads} * F::kFinishVec)),
+         1, 1},
+        {F::kFinishThreads, 1, 1}, finish);
+  }
+
   // Decode on sm_90: the streaming kernel (16-byte loads of both operands).
   static bool streams(const GemmFp8BlockscaleParams& p, const Target& t) {
     return t.arch == Arch::kSm90 && p.m() <= kStreamQMaxM &&
@@ -151,13 +169,7 @@ struct GemmFp8BlockscalePortableTier {
         kernels::kGemmFp8BlockscaleStream,
         {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(s.splits)},
         {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
-    if (s.splits > 1) {
-      const kernels::GemmFp8BlockscaleStreamFinishArgs finish{
-          partials, p.out.data, m32, n32, static_cast<int32_t>(s.splits), out_f16};
-      plan.launch(kernels::kGemmFp8BlockscaleStreamFinish,
-                  {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
-                  {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, finish);
-    }
+    if (s.splits > 1) launch_finish(partials, p, s.splits, plan);
     plan.note("tile_m", S::kMaxM);
     plan.note("tile_n", S::kRows);
     plan.note("split", s.splits);
@@ -205,14 +217,7 @@ struct GemmFp8BlockscalePortableTier {
                                                       k32,
                                                       static_cast<int32_t>(c.k_chunk)};
       plan.launch(tile.split_kernel, grid, block, split, tile.split_kernel.dynamic_shared);
-      namespace F = kernels::gemm_fp8_blockscale;
-      const kernels::GemmFp8BlockscaleFinishArgs finish{
-          partials, p.out.data, m32, n32, static_cast<int32_t>(c.splits), out_f16};
-      plan.launch(
-          kernels::kGemmFp8BlockscaleFinish,
-          {static_cast<uint32_t>(ceil_div(m * n, int64_t{F::kFinishThreads} * F::kFinishVec)), 1,
-           1},
-          {F::kFinishThreads, 1, 1}, finish);
+      launch_finish(partials, p, c.splits, plan);
     }
     plan.note("tile_m", tile.bm);
     plan.note("tile_n", tile.bn);

@@ -1,8 +1,9 @@
 // Facts of the weight-streaming decode kernels of the quantized GEMMs (M <= 16 on sm_90:
 // jax_aiter_gemm_fp8_blockscale_stream, jax_aiter_gemm_i8_stream, jax_aiter_gemm_fp4_stream and
-// their _finish kernels; the block algorithm is kernels_co/include/jax_aiter_gemm_stream_q.hpp)
-// that the kernel sources and the host (kernels/gemm_*.hpp, ops/gemm_stream_q_rule.hpp) both
-// read. Plain C++ with no includes: nvcc and clang-22 (-nogpuinc) compile it into the kernels.
+// the last two's _stream_finish kernels (FP8 block-scale's splits end in its w tile's finish); the
+// block algorithm is kernels_co/include/jax_aiter_gemm_stream_q.hpp) that the kernel sources and
+// the host (kernels/gemm_*.hpp, ops/gemm_stream_q_rule.hpp) both read. Plain C++ with no includes:
+// nvcc and clang-22 (-nogpuinc) compile it into the kernels.
 //
 // Every family's weight is in AITER's shuffled (16, 16) byte layout: 16 rows of the weight are
 // 16 * Kb contiguous bytes (Kb: bytes of a row), in 256-byte units of 16 rows x 16 bytes of K. A
