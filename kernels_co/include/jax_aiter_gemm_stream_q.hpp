@@ -22,6 +22,7 @@
 
 #include "jax_aiter/kernels/shared/gemm_stream_q.h"
 #include "jax_aiter_mma.hpp"  // JA_UNROLL, the device layer
+#include "jax_aiter_stream_loads.hpp"
 
 namespace ja {
 
@@ -37,16 +38,8 @@ namespace stream_q {
 
 namespace S = jax_aiter::kernels::gemm_stream_q;
 
-// The weight: read once, not kept in L1 (L2 fetches whole 256-byte lines). ok false: zeros, no
-// access.
-JA_DEVICE void load_weight_16(uint32_t (&w)[4], const unsigned char* p, bool ok) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n"
-      " mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
-      " @p ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
-      : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-      : "l"(p), "r"(static_cast<int>(ok)));
-}
+// A 4-byte load of the weight, as load_stream_16: read once, not kept in L1; zeros when ok is
+// false.
 JA_DEVICE uint32_t load_weight_4(const unsigned char* p, bool ok) {
   uint32_t w;
   asm volatile(

@@ -74,7 +74,7 @@ struct Bytes16Rows {
       const int kc = k + 16 * (4 * j + t);
       JA_UNROLL
       for (int h = 0; h < 2; ++h) {
-        load_weight_16(f.w[h][j], w + 16 * static_cast<int64_t>(kc) + 128 * h, kc < k_end);
+        load_stream_16(f.w[h][j], w + 16 * static_cast<int64_t>(kc) + 128 * h, kc < k_end);
       }
     }
   }
