@@ -73,11 +73,9 @@ struct GemmFp4PortableTier {
   }
 
   static void plan_stream(const GemmFp4Params& p, const Target& t, kernels::Plan& plan) {
-    namespace S = kernels::gemm_stream_q;
     const int64_t m = p.m(), n = p.n(), k = p.k();
     const StreamQSplit s = choose_stream_q_split(n, k / 2, t.compute_units);
-    void* partials =
-        s.splits > 1 ? plan.piece(plan.workspace.add("partials", s.splits * m * n * 4)) : nullptr;
+    void* partials = stream_q_partials(plan, s.splits, m, n);
     const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n);
     const kernels::GemmFp4StreamArgs args{p.a.data,
                                           p.b.data,
@@ -92,20 +90,13 @@ struct GemmFp4PortableTier {
                                           static_cast<int32_t>(p.b_scale.dims[1]),
                                           static_cast<int32_t>(2 * s.k_chunk),
                                           static_cast<int32_t>(s.splits)};
-    plan.launch(
-        kernels::kGemmFp4Stream,
-        {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(s.splits)},
-        {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+    launch_stream_q(plan, kernels::kGemmFp4Stream, n, s.splits, args);
     if (s.splits > 1) {
       const kernels::GemmFp4StreamFinishArgs finish{partials, p.out.data, m32, n32,
                                                     static_cast<int32_t>(s.splits)};
-      plan.launch(kernels::kGemmFp4StreamFinish,
-                  {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
-                  {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, finish);
+      launch_stream_q_finish(plan, kernels::kGemmFp4StreamFinish, m, n, finish);
     }
-    plan.note("tile_m", S::kMaxM);
-    plan.note("tile_n", S::kRows);
-    plan.note("split", s.splits);
+    note_stream_q(plan, s.splits);
   }
 
   static void plan(const GemmFp4Params& p, const Target& t, kernels::Plan& plan) {

@@ -145,11 +145,9 @@ struct GemmFp8BlockscalePortableTier {
   }
 
   static void plan_stream(const GemmFp8BlockscaleParams& p, const Target& t, kernels::Plan& plan) {
-    namespace S = kernels::gemm_stream_q;
     const int64_t m = p.m(), n = p.n(), k = p.k();
     const StreamQSplit s = choose_stream_q_split(n, k, t.compute_units);
-    void* partials =
-        s.splits > 1 ? plan.piece(plan.workspace.add("partials", s.splits * m * n * 4)) : nullptr;
+    void* partials = stream_q_partials(plan, s.splits, m, n);
     const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n);
     const int32_t out_f16 = p.out.dtype == DType::kF16 ? 1 : 0;
     const kernels::GemmFp8BlockscaleStreamArgs args{p.a.data,
@@ -165,14 +163,9 @@ struct GemmFp8BlockscalePortableTier {
                                                     static_cast<int32_t>(s.k_chunk),
                                                     static_cast<int32_t>(s.splits),
                                                     out_f16};
-    plan.launch(
-        kernels::kGemmFp8BlockscaleStream,
-        {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(s.splits)},
-        {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+    launch_stream_q(plan, kernels::kGemmFp8BlockscaleStream, n, s.splits, args);
     if (s.splits > 1) launch_finish(partials, p, s.splits, plan);
-    plan.note("tile_m", S::kMaxM);
-    plan.note("tile_n", S::kRows);
-    plan.note("split", s.splits);
+    note_stream_q(plan, s.splits);
   }
 
   static void plan(const GemmFp8BlockscaleParams& p, const Target& t, const Choice& c,

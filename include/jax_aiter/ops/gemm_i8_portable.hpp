@@ -150,10 +150,8 @@ struct GemmI8PortableTier {
   }
 
   static void plan_stream(const GemmI8Params& p, const Choice& c, kernels::Plan& plan) {
-    namespace S = kernels::gemm_stream_q;
     const int64_t m = p.m(), n = p.n(), k = p.k();
-    void* partials =
-        c.splits > 1 ? plan.piece(plan.workspace.add("partials", c.splits * m * n * 4)) : nullptr;
+    void* partials = stream_q_partials(plan, c.splits, m, n);
     const auto m32 = static_cast<int32_t>(m), n32 = static_cast<int32_t>(n);
     const void* bias = p.bias ? p.bias->data : nullptr;
     const kernels::GemmI8StreamArgs args{p.a.data,
@@ -169,10 +167,7 @@ struct GemmI8PortableTier {
                                          static_cast<int32_t>(k),
                                          static_cast<int32_t>(c.k_chunk),
                                          static_cast<int32_t>(c.splits)};
-    plan.launch(
-        kernels::kGemmI8Stream,
-        {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(c.splits)},
-        {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+    launch_stream_q(plan, kernels::kGemmI8Stream, n, c.splits, args);
     if (c.splits > 1) {
       const kernels::GemmI8StreamFinishArgs finish{partials,
                                                    p.a_scale.data,
@@ -182,13 +177,9 @@ struct GemmI8PortableTier {
                                                    m32,
                                                    n32,
                                                    static_cast<int32_t>(c.splits)};
-      plan.launch(kernels::kGemmI8StreamFinish,
-                  {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
-                  {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, finish);
+      launch_stream_q_finish(plan, kernels::kGemmI8StreamFinish, m, n, finish);
     }
-    plan.note("tile_m", S::kMaxM);
-    plan.note("tile_n", S::kRows);
-    plan.note("split", c.splits);
+    note_stream_q(plan, c.splits);
   }
 
   static void plan(const GemmI8Params& p, const Target&, const Choice& c, kernels::Plan& plan) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "jax_aiter/core/narrow.hpp"
+#include "jax_aiter/kernels/plan.hpp"
 #include "jax_aiter/kernels/shared/gemm_stream_q.h"
 
 namespace jax_aiter::ops {
@@ -50,6 +51,34 @@ static_assert(choose_stream_q_split(16, 131072, 132).splits == 8);
 // The workspace a decode call may need: kMaxSplits planes of 4-byte partials (none past kMaxM).
 constexpr int64_t stream_q_workspace_bytes(int64_t m, int64_t n) {
   return m >= 1 && m <= kStreamQMaxM ? kernels::gemm_stream_q::kMaxSplits * m * n * 4 : 0;
+}
+
+// The three families' decode plans share their launch shape: the partials piece of the workspace
+// (none unsplit), the stream kernel with a block per kRows weight rows and a z a split, the finish
+// kernel (INT8's, FP4's) with one element a thread, and the notes.
+inline void* stream_q_partials(kernels::Plan& plan, int64_t splits, int64_t m, int64_t n) {
+  return splits > 1 ? plan.piece(plan.workspace.add("partials", splits * m * n * 4)) : nullptr;
+}
+template <typename Args>
+void launch_stream_q(kernels::Plan& plan, const kernels::KernelInfo& kernel, int64_t n,
+                     int64_t splits, const Args& args) {
+  namespace S = kernels::gemm_stream_q;
+  plan.launch(
+      kernel,
+      {static_cast<uint32_t>(ceil_div(n, int64_t{S::kRows})), 1, static_cast<uint32_t>(splits)},
+      {static_cast<uint32_t>(S::kThreads), 1, 1}, args);
+}
+template <typename Args>
+void launch_stream_q_finish(kernels::Plan& plan, const kernels::KernelInfo& kernel, int64_t m,
+                            int64_t n, const Args& args) {
+  namespace S = kernels::gemm_stream_q;
+  plan.launch(kernel, {static_cast<uint32_t>(ceil_div(m * n, int64_t{S::kFinishThreads})), 1, 1},
+              {static_cast<uint32_t>(S::kFinishThreads), 1, 1}, args);
+}
+inline void note_stream_q(kernels::Plan& plan, int64_t splits) {
+  plan.note("tile_m", kernels::gemm_stream_q::kMaxM);
+  plan.note("tile_n", kernels::gemm_stream_q::kRows);
+  plan.note("split", splits);
 }
 
 }  // namespace jax_aiter::ops
